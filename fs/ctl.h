@@ -1,0 +1,33 @@
+/* ctl.h - the hidden control tree MOUNT/.prestofs/ (like ZFS's .zfs):
+ * never listed in the mount root, reachable by path. A dataset entry named
+ * ".prestofs" in the root is shadowed by it.
+ *
+ * Control inodes live above PFS_CTL_INO_BASE, far from dataset inodes.
+ * Thread-safe.
+ */
+#ifndef PFS_CTL_H
+#define PFS_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#define PFS_CTL_NAME ".prestofs"
+#define PFS_CTL_INO_BASE (1ull << 40)
+#define PFS_CTL_INO_DIR PFS_CTL_INO_BASE
+
+static inline int pfs_ctl_is(uint64_t ino) { return ino >= PFS_CTL_INO_BASE; }
+
+/* Entry `name` in control directory `dir_ino`: 0 and its inode, or -ENOENT. */
+int pfs_ctl_lookup(uint64_t dir_ino, const char *name, uint64_t *ino);
+/* Attributes of a control inode; a file's size is that of its current
+ * content snapshot, taken now (so a read after stat sees that length). */
+int pfs_ctl_getattr(uint64_t ino, struct stat *st);
+/* Copies up to `size` bytes at `off` of a control file into buf; *got is
+ * the count. */
+int pfs_ctl_read(uint64_t ino, uint64_t off, size_t size, char *buf, size_t *got);
+/* Number of entries of a control directory, and the k-th name and inode. */
+uint32_t pfs_ctl_nchildren(uint64_t dir_ino);
+const char *pfs_ctl_child(uint64_t dir_ino, uint32_t k, uint64_t *ino);
+
+#endif

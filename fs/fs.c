@@ -1,0 +1,482 @@
+/* fs.c - see fs.h.
+ *
+ * Request budget for a small file (goal of the foundation issue): lookup
+ * (once, then cached), read (once, then the page cache). getattr is
+ * answered from the kernel's attribute cache, open/opendir are dropped via
+ * no-open support, flush/release are never sent (no flush handler,
+ * no-open).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/statvfs.h>
+#include <fuse_lowlevel.h>
+
+#include "ctl.h"
+#include "fs.h"
+#include "ftable.h"
+#include "../cache/bcache.h"
+#include "../origin/origin.h"
+#include "../util/log.h"
+#include "../util/stats.h"
+
+#define TIMEOUT_FOREVER 1e6 /* seconds; the dataset does not change */
+#define MAX_IOV 256
+
+struct pfs_fs {
+	struct pfs_ftable *ft;
+	struct pfs_origin *origin;
+	struct pfs_bcache *cache;
+	size_t block_size;
+	uid_t uid;
+	gid_t gid;
+	int no_open, no_opendir; /* set once in init, read-only afterwards */
+};
+
+int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
+{
+	struct pfs_fs *fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	fs->ft = conf->ft;
+	fs->origin = conf->origin;
+	fs->cache = conf->cache;
+	fs->block_size = conf->block_size;
+	fs->uid = getuid();
+	fs->gid = getgid();
+	*out = fs;
+	return 0;
+}
+
+void pfs_fs_destroy(struct pfs_fs *fs)
+{
+	free(fs);
+}
+
+static struct pfs_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* Dataset inode <-> table node. Returns -ENOENT for non-dataset inodes. */
+static int node_of(const struct pfs_fs *fs, fuse_ino_t ino, uint32_t *node)
+{
+	if (ino == 0 || pfs_ctl_is(ino) || ino - 1 >= pfs_ftable_count(fs->ft))
+		return -ENOENT;
+	*node = (uint32_t)(ino - 1);
+	return 0;
+}
+
+static void fill_stat(const struct pfs_fs *fs, uint32_t node,
+		      const struct pfs_fnode *info, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)node + 1;
+	st->st_mode = info->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+	st->st_nlink = info->is_dir ? 2 : 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = (off_t)info->size;
+	st->st_blksize = 128 * 1024;
+	st->st_blocks = (blkcnt_t)((info->size + 511) / 512);
+	st->st_atim.tv_sec = st->st_mtim.tv_sec = st->st_ctim.tv_sec = info->mtime;
+}
+
+static int entry_of(const struct pfs_fs *fs, uint32_t node, struct fuse_entry_param *e)
+{
+	struct pfs_fnode info;
+	int rc = pfs_ftable_get(fs->ft, node, &info);
+	if (rc < 0)
+		return rc;
+	memset(e, 0, sizeof(*e));
+	e->ino = (fuse_ino_t)node + 1;
+	e->attr_timeout = e->entry_timeout = TIMEOUT_FOREVER;
+	fill_stat(fs, node, &info, &e->attr);
+	return 0;
+}
+
+static int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	int rc = pfs_ctl_getattr(ino, &e->attr);
+	if (rc < 0)
+		return rc;
+	e->ino = ino;
+	e->entry_timeout = TIMEOUT_FOREVER;
+	e->attr_timeout = 0; /* dynamic content: see ctl.c */
+	return 0;
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct pfs_fs *fs = userdata;
+	fs->no_open = !!(conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+	fs->no_opendir = !!(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
+	/* Large reads: libfuse derives max_pages from max_write. */
+	conn->max_write = 1u << 20;
+	conn->max_read = 1u << 20; /* must match the max_read mount option */
+	conn->max_readahead = 1u << 20;
+	conn->max_background = 128;
+	conn->congestion_threshold = 96;
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	conn->want &= ~(unsigned)FUSE_CAP_SPLICE_READ;
+	pfs_debug("kernel: no_open=%d no_opendir=%d", fs->no_open, fs->no_opendir);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct pfs_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	uint32_t dir, node;
+	uint64_t cino;
+	pfs_stat_op(PFS_OP_LOOKUP);
+	if (parent == FUSE_ROOT_ID && !strcmp(name, PFS_CTL_NAME)) {
+		ctl_entry(PFS_CTL_INO_DIR, &e);
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (pfs_ctl_is(parent)) {
+		if (pfs_ctl_lookup(parent, name, &cino) < 0 || ctl_entry(cino, &e) < 0)
+			fuse_reply_err(req, ENOENT);
+		else
+			fuse_reply_entry(req, &e);
+		return;
+	}
+	int rc = node_of(fs, parent, &dir);
+	if (rc == 0)
+		rc = pfs_ftable_lookup(fs->ft, dir, name, &node);
+	if (rc == -ENOENT) {
+		/* Cached negative entry: the listing is complete and immutable. */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = TIMEOUT_FOREVER;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (rc == 0)
+		rc = entry_of(fs, node, &e);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct pfs_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	uint32_t node;
+	(void)fi;
+	pfs_stat_op(PFS_OP_GETATTR);
+	int rc = pfs_ctl_is(ino) ? ctl_entry(ino, &e) : node_of(fs, ino, &node);
+	if (rc == 0 && !pfs_ctl_is(ino))
+		rc = entry_of(fs, node, &e);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &e.attr, e.attr_timeout);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct pfs_fs *fs = fs_of(req);
+	pfs_stat_op(PFS_OP_OPEN);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (fs->no_open && !pfs_ctl_is(ino)) {
+		fuse_reply_err(req, ENOSYS); /* never ask again */
+		return;
+	}
+	fi->keep_cache = !pfs_ctl_is(ino);
+	fi->direct_io = pfs_ctl_is(ino);
+	fuse_reply_open(req, fi);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct pfs_fs *fs = fs_of(req);
+	pfs_stat_op(PFS_OP_OPENDIR);
+	(void)ino;
+	if (fs->no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	fi->keep_cache = 1;
+	fi->cache_readdir = 1;
+	fuse_reply_open(req, fi);
+}
+
+struct fill_ctx {
+	struct pfs_fs *fs;
+	uint32_t node;
+	uint64_t size, off;
+};
+
+static int fill_block(void *p, void *buf, size_t len)
+{
+	struct fill_ctx *c = p;
+	char path[4096];
+	char etag[PFS_ETAG_MAX];
+	int rc = pfs_ftable_path(c->fs->ft, c->node, path, sizeof(path));
+	if (rc < 0)
+		return rc;
+	pfs_ftable_etag(c->fs->ft, c->node, etag);
+	rc = pfs_origin_read(c->fs->origin, path, c->size, c->off, len, buf, etag);
+	if (rc == 0)
+		pfs_ftable_set_etag(c->fs->ft, c->node, etag);
+	else if (rc != -ESTALE)
+		pfs_warn("read of '%s' at %llu failed: %s", path,
+			 (unsigned long long)c->off, strerror(-rc));
+	return rc;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct pfs_fs *fs = fs_of(req);
+	(void)fi;
+	pfs_stat_op(PFS_OP_READ);
+	if (pfs_ctl_is(ino)) {
+		char *buf = malloc(size ? size : 1);
+		size_t got = 0;
+		int rc = buf ? pfs_ctl_read(ino, (uint64_t)off, size, buf, &got) : -ENOMEM;
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_buf(req, buf, got);
+		free(buf);
+		return;
+	}
+	uint32_t node;
+	struct pfs_fnode info;
+	if (node_of(fs, ino, &node) < 0 || pfs_ftable_get(fs->ft, node, &info) < 0) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (info.is_dir) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	uint64_t start = (uint64_t)off;
+	if (off < 0 || start >= info.size || size == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	uint64_t end = info.size - start < size ? info.size : start + size;
+	uint64_t bs = fs->block_size;
+	uint64_t first = start / bs, last = (end - 1) / bs;
+	size_t n = (size_t)(last - first + 1);
+	struct pfs_block *stackb[4];
+	struct iovec stackv[4];
+	struct pfs_block **blocks = n <= 4 ? stackb : calloc(n, sizeof(*blocks));
+	struct iovec *iov = n <= 4 ? stackv : calloc(n, sizeof(*iov));
+	size_t got = 0;
+	int rc = blocks && iov ? 0 : -ENOMEM;
+	for (uint64_t b = first; rc == 0 && b <= last; b++) {
+		uint64_t boff = b * bs;
+		size_t blen = (size_t)(info.size - boff < bs ? info.size - boff : bs);
+		struct fill_ctx c = {fs, node, info.size, boff};
+		rc = pfs_bcache_get(fs->cache, ino, b, blen, fill_block, &c, &blocks[got]);
+		if (rc < 0)
+			break;
+		uint64_t lo = start > boff ? start - boff : 0;
+		uint64_t hi = end < boff + blen ? end - boff : blen;
+		iov[got].iov_base = (char *)pfs_block_data(blocks[got]) + lo;
+		iov[got].iov_len = (size_t)(hi - lo);
+		got++;
+	}
+	if (rc < 0)
+		fuse_reply_err(req, rc == -ENOENT || rc == -EACCES || rc == -ENOMEM ? -rc : EIO);
+	else
+		fuse_reply_iov(req, iov, (int)got);
+	for (size_t i = 0; i < got; i++)
+		pfs_bcache_put(fs->cache, blocks[i]);
+	if (blocks != stackb)
+		free(blocks);
+	if (iov != stackv)
+		free(iov);
+}
+
+/* Shared by readdir and readdirplus. Offsets: 1 = ".", 2 = "..",
+ * 3 + k = k-th child. */
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
+{
+	struct pfs_fs *fs = fs_of(req);
+	uint32_t dir;
+	int ctl = pfs_ctl_is(ino);
+	if (!ctl && node_of(fs, ino, &dir) < 0) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	struct pfs_fnode info;
+	if (!ctl && (pfs_ftable_get(fs->ft, dir, &info) < 0 || !info.is_dir)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	uint32_t n = ctl ? pfs_ctl_nchildren(ino) : pfs_ftable_nchildren(fs->ft, dir);
+	size_t used = 0;
+	for (uint64_t k = off < 0 ? 0 : (uint64_t)off; k < 2ull + n; k++) {
+		struct fuse_entry_param e;
+		memset(&e, 0, sizeof(e));
+		const char *name;
+		if (k < 2) {
+			name = k == 0 ? "." : "..";
+			e.attr.st_ino = k == 0 || ino == FUSE_ROOT_ID ? ino : FUSE_ROOT_ID;
+			e.attr.st_mode = S_IFDIR;
+		} else if (ctl) {
+			uint64_t cino;
+			name = pfs_ctl_child(ino, (uint32_t)(k - 2), &cino);
+			if (plus ? ctl_entry(cino, &e) < 0 : pfs_ctl_getattr(cino, &e.attr) < 0)
+				continue;
+		} else {
+			uint32_t child = pfs_ftable_child(fs->ft, dir, (uint32_t)(k - 2));
+			name = pfs_ftable_name(fs->ft, child);
+			if (dir == PFS_FTABLE_ROOT && !strcmp(name, PFS_CTL_NAME))
+				continue; /* shadowed by the control tree */
+			entry_of(fs, child, &e);
+		}
+		size_t len = plus ? fuse_add_direntry_plus(req, buf + used, size - used,
+							   name, &e, (off_t)(k + 1))
+				  : fuse_add_direntry(req, buf + used, size - used, name,
+						      &e.attr, (off_t)(k + 1));
+		if (len > size - used)
+			break;
+		used += len;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	pfs_stat_op(PFS_OP_READDIR);
+	do_readdir(req, ino, size, off, 0);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	pfs_stat_op(PFS_OP_READDIRPLUS);
+	do_readdir(req, ino, size, off, 1);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino; (void)fi;
+	pfs_stat_op(PFS_OP_RELEASE);
+	fuse_reply_err(req, 0);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino; (void)fi;
+	pfs_stat_op(PFS_OP_RELEASEDIR);
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct pfs_fs *fs = fs_of(req);
+	(void)ino;
+	pfs_stat_op(PFS_OP_STATFS);
+	struct statvfs sv;
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_blocks = (pfs_ftable_total_bytes(fs->ft) + 4095) / 4096;
+	sv.f_files = pfs_ftable_count(fs->ft);
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)ino; (void)nlookup;
+	pfs_stat_op(PFS_OP_FORGET);
+	fuse_reply_none(req); /* inodes are static: nothing to free */
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	(void)count; (void)f;
+	pfs_stat_op(PFS_OP_FORGET);
+	fuse_reply_none(req);
+}
+
+/* Everything that would change the dataset. The mount is "ro" too, so the
+ * kernel normally refuses these before they reach us. */
+static void deny(fuse_req_t req)
+{
+	pfs_stat_op(PFS_OP_WRITE_DENIED);
+	fuse_reply_err(req, EROFS);
+}
+static void op_setattr(fuse_req_t r, fuse_ino_t i, struct stat *a, int s, struct fuse_file_info *f)
+{ (void)i; (void)a; (void)s; (void)f; deny(r); }
+static void op_mknod(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m, dev_t d)
+{ (void)p; (void)n; (void)m; (void)d; deny(r); }
+static void op_mkdir(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m)
+{ (void)p; (void)n; (void)m; deny(r); }
+static void op_unlink(fuse_req_t r, fuse_ino_t p, const char *n)
+{ (void)p; (void)n; deny(r); }
+static void op_symlink(fuse_req_t r, const char *l, fuse_ino_t p, const char *n)
+{ (void)l; (void)p; (void)n; deny(r); }
+static void op_rename(fuse_req_t r, fuse_ino_t p, const char *n, fuse_ino_t np,
+		      const char *nn, unsigned int fl)
+{ (void)p; (void)n; (void)np; (void)nn; (void)fl; deny(r); }
+static void op_link(fuse_req_t r, fuse_ino_t i, fuse_ino_t np, const char *n)
+{ (void)i; (void)np; (void)n; deny(r); }
+static void op_write(fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t o,
+		     struct fuse_file_info *f)
+{ (void)i; (void)b; (void)s; (void)o; (void)f; deny(r); }
+static void op_create(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m,
+		      struct fuse_file_info *f)
+{ (void)p; (void)n; (void)m; (void)f; deny(r); }
+static void op_setxattr(fuse_req_t r, fuse_ino_t i, const char *n, const char *v,
+			size_t s, int f)
+{ (void)i; (void)n; (void)v; (void)s; (void)f; deny(r); }
+static void op_removexattr(fuse_req_t r, fuse_ino_t i, const char *n)
+{ (void)i; (void)n; deny(r); }
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.statfs = op_statfs,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_unlink,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.write = op_write,
+	.create = op_create,
+	.setxattr = op_setxattr,
+	.removexattr = op_removexattr,
+};
+
+const struct fuse_lowlevel_ops *pfs_fs_ops(void)
+{
+	return &ops;
+}

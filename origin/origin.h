@@ -1,0 +1,67 @@
+/* origin.h - where the dataset's bytes come from: a local directory, an
+ * HTTP(S) server or an S3-compatible store, behind one interface.
+ *
+ * An origin lists the dataset once (at mount) and then serves byte ranges
+ * of named objects. Every call is thread-safe: many threads may call
+ * pfs_origin_read() at once, and that is how prestofs keeps many requests
+ * in flight. Connections are reused between calls.
+ *
+ * Errors are negative errno values: -ENOENT (origin said 404), -EACCES
+ * (403), -ESTALE (the object changed: its validator differs from the one
+ * given), -EIO (retries exhausted, or a short/invalid answer), -EINVAL
+ * (bad origin string or option: a message was logged).
+ */
+#ifndef PFS_ORIGIN_H
+#define PFS_ORIGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Room for a validator (ETag or equivalent), NUL included. Longer ETags
+ * are rejected as invalid answers. */
+#define PFS_ETAG_MAX 128
+
+struct pfs_origin_opts {
+	const char *manifest; /* -o manifest=URL|PATH, NULL: default place */
+	const char *endpoint; /* S3 endpoint URL, NULL: AWS */
+	const char *region;   /* S3 region, NULL: us-east-1 */
+	int s3_path_style;    /* S3: http://endpoint/bucket/key addressing */
+	double timeout;       /* seconds per attempt, > 0 */
+	int retries;          /* attempts after the first, >= 0 */
+};
+
+/* Called once per listed entry. `path` is relative, '/'-separated, without
+ * a leading or trailing '/', already checked by pfs_path_valid(); parents
+ * may be implicit (never listed). `etag` may be NULL. The strings are only
+ * valid during the call. Returns 0, or a negative errno that stops the
+ * listing and is returned by the lister (-EEXIST for a duplicate path). */
+typedef int (*pfs_list_fn)(void *ctx, const char *path, int is_dir,
+			   uint64_t size, int64_t mtime, const char *etag);
+
+struct pfs_origin;
+
+/* Picks the backend from the origin string: "s3://", "http://",
+ * "https://", "file://" or a plain directory path. On error logs why
+ * (without secrets) and returns -EINVAL (or the open error). The caller
+ * owns *out and frees it with pfs_origin_destroy(). */
+int pfs_origin_create(const char *origin, const struct pfs_origin_opts *opts,
+		      struct pfs_origin **out);
+void pfs_origin_destroy(struct pfs_origin *o);
+
+/* Lists every entry (see pfs_list_fn). Returns 0 or a negative errno; a
+ * malformed listing or manifest is logged with its location. */
+int pfs_origin_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx);
+
+/* Reads exactly `len` bytes at `off` of object `path`, whose size from the
+ * listing is `size` (off + len <= size, len > 0). `etag` is an in/out
+ * buffer of PFS_ETAG_MAX bytes: when non-empty on entry, the origin's
+ * answer must carry this validator, else -ESTALE; when empty, it is filled
+ * with the validator of the answer (may stay empty if the origin gives
+ * none). A changed object size is -ESTALE too. Never returns a short read. */
+int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
+		    uint64_t off, size_t len, void *buf, char *etag);
+
+/* Human-readable, secret-free description ("http://host/set/"). Owned by o. */
+const char *pfs_origin_name(const struct pfs_origin *o);
+
+#endif

@@ -1,0 +1,586 @@
+/* s3.c - S3-compatible backend: s3://BUCKET[/PREFIX].
+ *
+ * Design notes:
+ * - Credentials come from awscred.c once, at create. They are handed to
+ *   xfer (which copies them) and the copies here are zeroed at once; this
+ *   backend keeps no secret after pfs_origin_s3_create() returns.
+ * - The dataset is described, in this order, by -o manifest= (http(s)://
+ *   URL fetched unsigned, s3://BUCKET/KEY fetched signed, else a local
+ *   file), by the object PREFIX/prestofs.manifest (404 or 403 falls back),
+ *   or by ListObjectsV2. The manifest object is never listed as a file.
+ * - Listing is parallel by top-level "directory": one delimited listing of
+ *   PREFIX delivers the top-level objects and the CommonPrefixes; then up
+ *   to PRESTOFS_S3_LIST_THREADS (default 8) workers each page through the
+ *   full (undelimited) listing of one common prefix. The subtrees are
+ *   disjoint, so nothing is listed twice and the request count equals a
+ *   flat listing's plus one. A dataset with a single top-level directory
+ *   gets no parallelism (not split further).
+ * - Listing callbacks (pfs_list_fn) are serialized by list_lock; a worker
+ *   parses a whole page before taking the lock, so no I/O happens under it.
+ * - Keys the filesystem cannot show (pfs_path_valid fails, or a "dir/"
+ *   object with data, or a name clash answered -EEXIST) are skipped with
+ *   one warning each, the first WARN_MAX of them, then a count.
+ * - PRESTOFS_S3_MAX_KEYS (1..1000) sets max-keys per page: a testing knob
+ *   to force pagination on small buckets.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "../manifest.h"
+#include "../xfer.h"
+#include "../../util/log.h"
+#include "awscred.h"
+#include "s3list.h"
+#include "s3url.h"
+
+#define PAGE_CAP (16u << 20)          /* bytes of one listing page */
+#define MANIFEST_CAP (256u << 20)     /* bytes of a manifest */
+#define LIST_THREADS_DEFAULT 8
+#define LIST_THREADS_MAX 64
+#define WARN_MAX 20
+
+struct s3_origin {
+	struct pfs_origin base;
+	struct pfs_xfer *xfer; /* signed unless anonymous */
+	struct pfs_xfer_opts plain_opts; /* for unsigned manifest URLs */
+	char *url_base;        /* bucket URL, no trailing '/' */
+	char *prefix;          /* "" or "dir/sub/" */
+	char *manifest;        /* -o manifest= or NULL */
+	char *endpoint, *region;
+	int path_style;
+	int max_keys;          /* 0: server default */
+	int list_threads;
+};
+
+/* State of one pfs_origin_list() call. */
+struct lister {
+	struct s3_origin *s;
+	pfs_list_fn fn;
+	void *ctx;
+	pthread_mutex_t lock;
+	int err;               /* first error; guarded by lock */
+	unsigned skipped;      /* guarded by lock */
+	char **queue;          /* common prefixes; filled before workers start */
+	size_t nqueue, qcap;
+	size_t qnext;          /* guarded by lock */
+};
+
+static int env_int(const char *name, int def, int lo, int hi)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtol(v, &end, 10);
+	if (*end || n < lo || n > hi) {
+		pfs_warn("%s=%s ignored: not in %d..%d", name, v, lo, hi);
+		return def;
+	}
+	return (int)n;
+}
+
+/* A printable copy of a key for log lines (control bytes become '?'). */
+static void printable(const char *key, char *out, size_t cap)
+{
+	size_t i = 0;
+
+	for (; key[i] && i + 1 < cap; i++)
+		out[i] = ((unsigned char)key[i] < 0x20 || key[i] == 0x7f) ?
+				 '?' : key[i];
+	out[i] = '\0';
+}
+
+static void skip_key(struct lister *l, const char *key, const char *why)
+{
+	char pk[256];
+
+	/* Called with l->lock held. */
+	if (++l->skipped > WARN_MAX)
+		return;
+	printable(key, pk, sizeof(pk));
+	pfs_warn("%s: skipping key '%s': %s%s", l->s->base.name, pk, why,
+		 l->skipped == WARN_MAX ? " (further skips not shown)" : "");
+}
+
+/* Delivers one listed object to the callback. Called with l->lock held. */
+static int deliver(struct lister *l, const struct pfs_s3list_entry *e)
+{
+	size_t plen = strlen(l->s->prefix), rlen;
+	const char *rel = e->key + plen;
+	char path[4097];
+	int is_dir, rc;
+
+	if (strncmp(e->key, l->s->prefix, plen) != 0) {
+		skip_key(l, e->key, "outside the prefix");
+		return 0;
+	}
+	rlen = strlen(rel);
+	if (rlen == 0)
+		return 0; /* the prefix's own directory marker */
+	is_dir = rel[rlen - 1] == '/';
+	if (is_dir) {
+		rlen--;
+		if (e->size != 0) {
+			skip_key(l, e->key, "ends in '/' but holds data");
+			return 0;
+		}
+	} else if (!strcmp(rel, PFS_MANIFEST_NAME)) {
+		return 0;
+	}
+	if (rlen >= sizeof(path)) {
+		skip_key(l, e->key, "path too long");
+		return 0;
+	}
+	memcpy(path, rel, rlen);
+	path[rlen] = '\0';
+	if (!pfs_path_valid(path)) {
+		skip_key(l, e->key, "not a valid file name");
+		return 0;
+	}
+	rc = l->fn(l->ctx, path, is_dir, e->size, e->mtime,
+		   e->etag && strlen(e->etag) < PFS_ETAG_MAX ? e->etag : NULL);
+	if (rc == -EEXIST) {
+		skip_key(l, e->key, "clashes with another entry");
+		return 0;
+	}
+	return rc;
+}
+
+static int enqueue(struct lister *l, const char *prefix)
+{
+	if (l->nqueue == l->qcap) {
+		size_t ncap = l->qcap ? l->qcap * 2 : 16;
+		char **nq = realloc(l->queue, ncap * sizeof(*nq));
+
+		if (!nq)
+			return -ENOMEM;
+		l->queue = nq;
+		l->qcap = ncap;
+	}
+	l->queue[l->nqueue] = strdup(prefix);
+	if (!l->queue[l->nqueue])
+		return -ENOMEM;
+	l->nqueue++;
+	return 0;
+}
+
+static int stopped(struct lister *l)
+{
+	int err;
+
+	pthread_mutex_lock(&l->lock);
+	err = l->err;
+	pthread_mutex_unlock(&l->lock);
+	return err;
+}
+
+/* Pages through the listing of `prefix`. With delim "/", CommonPrefixes
+ * are queued (only the first, single-threaded call uses that). */
+static int list_prefix(struct lister *l, const char *prefix, const char *delim)
+{
+	char *token = NULL, *url = NULL, *body = NULL;
+	struct pfs_s3list *p = NULL;
+	unsigned page = 0;
+	size_t len;
+	int rc;
+
+	do {
+		if ((rc = stopped(l)))
+			break;
+		url = pfs_s3url_list(l->s->url_base, prefix, delim, token,
+				     l->s->max_keys);
+		if (!url) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = pfs_xfer_get(l->s->xfer, url, PAGE_CAP, &body, &len);
+		if (rc) {
+			pfs_err("%s: listing '%s' page %u: %s", l->s->base.name,
+				prefix, page + 1, strerror(-rc));
+			break;
+		}
+		if ((rc = pfs_s3list_create(&p)))
+			break;
+		rc = pfs_s3list_feed(p, body, len, 1);
+		if (rc) {
+			pfs_err("%s: listing '%s' page %u: %s", l->s->base.name,
+				prefix, page + 1, pfs_s3list_error(p));
+			break;
+		}
+		pthread_mutex_lock(&l->lock);
+		for (size_t i = 0; !rc && i < pfs_s3list_count(p); i++)
+			rc = deliver(l, pfs_s3list_get(p, i));
+		pthread_mutex_unlock(&l->lock);
+		for (size_t i = 0; !rc && i < pfs_s3list_prefix_count(p); i++)
+			rc = enqueue(l, pfs_s3list_prefix(p, i));
+		if (rc)
+			break;
+		page++;
+		if (pfs_s3list_truncated(p)) {
+			const char *next = pfs_s3list_next_token(p);
+
+			if (!next || (token && !strcmp(next, token))) {
+				pfs_err("%s: listing '%s' page %u is truncated "
+					"without a new continuation token",
+					l->s->base.name, prefix, page);
+				rc = -EIO;
+				break;
+			}
+			free(token);
+			if (!(token = strdup(next))) {
+				rc = -ENOMEM;
+				break;
+			}
+		} else {
+			free(token);
+			token = NULL;
+		}
+		free(url);
+		free(body);
+		pfs_s3list_destroy(p);
+		url = body = NULL;
+		p = NULL;
+	} while (token);
+	pfs_s3list_destroy(p);
+	free(body);
+	free(url);
+	free(token);
+	if (!rc)
+		pfs_debug("%s: listed '%s' in %u pages", l->s->base.name,
+			  prefix, page);
+	return rc;
+}
+
+static void *worker(void *arg)
+{
+	struct lister *l = arg;
+
+	for (;;) {
+		const char *prefix;
+		int rc;
+
+		pthread_mutex_lock(&l->lock);
+		if (l->err || l->qnext == l->nqueue) {
+			pthread_mutex_unlock(&l->lock);
+			break;
+		}
+		prefix = l->queue[l->qnext++];
+		pthread_mutex_unlock(&l->lock);
+		rc = list_prefix(l, prefix, NULL);
+		if (rc) {
+			pthread_mutex_lock(&l->lock);
+			if (!l->err)
+				l->err = rc;
+			pthread_mutex_unlock(&l->lock);
+		}
+	}
+	return NULL;
+}
+
+static int list_objects(struct s3_origin *s, pfs_list_fn fn, void *ctx)
+{
+	struct lister l = {.s = s, .fn = fn, .ctx = ctx};
+	pthread_t tids[LIST_THREADS_MAX];
+	int nthreads = 0, rc;
+
+	pthread_mutex_init(&l.lock, NULL);
+	rc = list_prefix(&l, s->prefix, "/");
+	if (rc)
+		goto out;
+	if (l.nqueue > 0) {
+		int want = s->list_threads;
+
+		if ((size_t)want > l.nqueue)
+			want = (int)l.nqueue;
+		for (; want > 1 && nthreads < want; nthreads++) {
+			if (pthread_create(&tids[nthreads], NULL, worker, &l))
+				break; /* run with fewer; this thread helps */
+		}
+		worker(&l);
+		for (int i = 0; i < nthreads; i++)
+			pthread_join(tids[i], NULL);
+		rc = l.err;
+	}
+	if (!rc && l.skipped)
+		pfs_warn("%s: skipped %u keys that cannot be shown as files",
+			 s->base.name, l.skipped);
+	pfs_debug("%s: %zu top-level prefixes listed by %d threads",
+		  s->base.name, l.nqueue, nthreads ? nthreads : 1);
+out:
+	for (size_t i = 0; i < l.nqueue; i++)
+		free(l.queue[i]);
+	free(l.queue);
+	pthread_mutex_destroy(&l.lock);
+	return rc;
+}
+
+struct mf_ctx {
+	pfs_list_fn fn;
+	void *ctx;
+};
+
+static int mf_entry(void *ctx, const char *path, int is_dir, uint64_t size,
+		    int64_t mtime, const char *etag)
+{
+	struct mf_ctx *m = ctx;
+
+	if (!is_dir && !strcmp(path, PFS_MANIFEST_NAME))
+		return 0;
+	return m->fn(m->ctx, path, is_dir, size, mtime, etag);
+}
+
+static int read_local(const char *file, char **buf, size_t *len)
+{
+	struct stat st;
+	size_t got = 0;
+	int fd, rc = 0;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out_fd;
+	}
+	if ((uint64_t)st.st_size > MANIFEST_CAP) {
+		rc = -EFBIG;
+		goto out_fd;
+	}
+	*buf = malloc((size_t)st.st_size + 1);
+	if (!*buf) {
+		rc = -ENOMEM;
+		goto out_fd;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, *buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			free(*buf);
+			*buf = NULL;
+			goto out_fd;
+		}
+		got += (size_t)n;
+	}
+	(*buf)[got] = '\0';
+	*len = got;
+out_fd:
+	close(fd);
+	return rc;
+}
+
+/* Fetches the manifest named by -o manifest= into *buf. */
+static int fetch_manifest_opt(struct s3_origin *s, char **buf, size_t *len)
+{
+	const char *m = s->manifest;
+	char err[256], *base = NULL, *url = NULL, *bucket = NULL;
+	struct pfs_xfer *plain;
+	const char *key;
+	int rc;
+
+	if (!strncasecmp(m, "http://", 7) || !strncasecmp(m, "https://", 8)) {
+		/* Another server: never send it our signature. */
+		rc = pfs_xfer_create(&s->plain_opts, &plain);
+		if (rc)
+			return rc;
+		rc = pfs_xfer_get(plain, m, MANIFEST_CAP, buf, len);
+		pfs_xfer_destroy(plain);
+		return rc;
+	}
+	if (strncasecmp(m, "s3://", 5) != 0)
+		return read_local(m, buf, len);
+	key = strchr(m + 5, '/');
+	if (!key || !key[1] || !(bucket = strndup(m + 5, (size_t)(key - m - 5))))
+		return key && key[1] ? -ENOMEM : -EINVAL;
+	rc = pfs_s3url_base(s->endpoint, s->region, bucket, s->path_style,
+			    &base, err, sizeof(err));
+	if (rc == -EINVAL)
+		pfs_err("manifest %s: %s", m, err);
+	if (!rc && !(url = pfs_s3url_object(base, key + 1)))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = pfs_xfer_get(s->xfer, url, MANIFEST_CAP, buf, len);
+	free(url);
+	free(base);
+	free(bucket);
+	return rc;
+}
+
+static int s3_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
+{
+	struct s3_origin *s = (struct s3_origin *)o;
+	struct mf_ctx m = {fn, ctx};
+	char *buf = NULL, *url = NULL, *key = NULL, err[256];
+	const char *where;
+	size_t len = 0;
+	int rc;
+
+	if (s->manifest) {
+		where = s->manifest;
+		rc = fetch_manifest_opt(s, &buf, &len);
+	} else {
+		if (asprintf(&key, "%s%s", s->prefix, PFS_MANIFEST_NAME) < 0)
+			return -ENOMEM;
+		url = pfs_s3url_object(s->url_base, key);
+		free(key);
+		if (!url)
+			return -ENOMEM;
+		where = PFS_MANIFEST_NAME;
+		rc = pfs_xfer_get(s->xfer, url, MANIFEST_CAP, &buf, &len);
+		free(url);
+		if (rc == -ENOENT || rc == -EACCES) {
+			pfs_debug("%s: no readable %s (%s): listing", o->name,
+				  PFS_MANIFEST_NAME, strerror(-rc));
+			return list_objects(s, fn, ctx);
+		}
+	}
+	if (rc) {
+		pfs_err("%s: manifest %s: %s", o->name, where, strerror(-rc));
+		return rc;
+	}
+	rc = pfs_manifest_parse(buf, len, mf_entry, &m, err, sizeof(err));
+	if (rc == -EINVAL)
+		pfs_err("%s: manifest %s: %s", o->name, where, err);
+	free(buf);
+	return rc;
+}
+
+static int s3_read(struct pfs_origin *o, const char *path, uint64_t size,
+		   uint64_t off, size_t len, void *buf, char *etag)
+{
+	struct s3_origin *s = (struct s3_origin *)o;
+	char *key, *url;
+	int rc;
+
+	if (asprintf(&key, "%s%s", s->prefix, path) < 0)
+		return -ENOMEM;
+	url = pfs_s3url_object(s->url_base, key);
+	free(key);
+	if (!url)
+		return -ENOMEM;
+	rc = pfs_xfer_get_range(s->xfer, url, size, off, len, buf, etag);
+	free(url);
+	return rc;
+}
+
+static void s3_destroy(struct pfs_origin *o)
+{
+	struct s3_origin *s = (struct s3_origin *)o;
+
+	pfs_xfer_destroy(s->xfer);
+	free(s->url_base);
+	free(s->prefix);
+	free(s->manifest);
+	free(s->endpoint);
+	free(s->region);
+	free(s);
+}
+
+static const struct pfs_origin_ops s3_ops = {
+	.list = s3_list,
+	.read = s3_read,
+	.destroy = s3_destroy,
+};
+
+static int make_xfer(struct s3_origin *s, const struct pfs_awscred *cred)
+{
+	struct pfs_xfer_opts xo = s->plain_opts;
+	char *sigv4 = NULL, *userpwd = NULL;
+	int rc;
+
+	if (!pfs_awscred_anonymous(cred)) {
+		if (asprintf(&sigv4, "aws:amz:%s:s3", s->region) < 0)
+			return -ENOMEM;
+		if (asprintf(&userpwd, "%s:%s", pfs_awscred_access_key(cred),
+			     pfs_awscred_secret_key(cred)) < 0) {
+			free(sigv4);
+			return -ENOMEM;
+		}
+		xo.sigv4 = sigv4;
+		xo.userpwd = userpwd;
+		xo.session_token = pfs_awscred_session_token(cred);
+	}
+	rc = pfs_xfer_create(&xo, &s->xfer);
+	if (userpwd) {
+		explicit_bzero(userpwd, strlen(userpwd));
+		free(userpwd);
+	}
+	free(sigv4);
+	return rc;
+}
+
+int pfs_origin_s3_create(const char *url, const struct pfs_origin_opts *opts,
+			 struct pfs_origin **out)
+{
+	struct pfs_awscred *cred = NULL;
+	struct s3_origin *s;
+	char err[512], *bucket = NULL;
+	int rc;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->base.ops = &s3_ops;
+	s->plain_opts.timeout = opts ? opts->timeout : 0;
+	s->plain_opts.retries = opts ? opts->retries : 0;
+	s->path_style = opts && opts->s3_path_style;
+	s->region = strdup(opts && opts->region ? opts->region : "us-east-1");
+	s->endpoint = opts && opts->endpoint ? strdup(opts->endpoint) : NULL;
+	s->manifest = opts && opts->manifest ? strdup(opts->manifest) : NULL;
+	if (!s->region || (opts && opts->endpoint && !s->endpoint) ||
+	    (opts && opts->manifest && !s->manifest)) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	s->max_keys = env_int("PRESTOFS_S3_MAX_KEYS", 0, 1, 1000);
+	s->list_threads = env_int("PRESTOFS_S3_LIST_THREADS",
+				  LIST_THREADS_DEFAULT, 1, LIST_THREADS_MAX);
+
+	rc = pfs_s3url_parse(url, &bucket, &s->prefix, err, sizeof(err));
+	if (!rc)
+		rc = pfs_s3url_base(s->endpoint, s->region, bucket,
+				    s->path_style, &s->url_base, err,
+				    sizeof(err));
+	if (rc == -EINVAL)
+		pfs_err("origin %s: %s", url, err);
+	if (rc)
+		goto fail;
+	if (asprintf(&s->base.name, "s3://%s/%s (%s)", bucket, s->prefix,
+		     s->url_base) < 0) {
+		s->base.name = NULL;
+		rc = -ENOMEM;
+		goto fail;
+	}
+
+	rc = pfs_awscred_load(NULL, &cred, err, sizeof(err));
+	if (rc) {
+		pfs_err("%s: AWS credentials: %s", s->base.name, err);
+		goto fail;
+	}
+	pfs_info("%s: credentials from %s", s->base.name,
+		 pfs_awscred_source(cred));
+	rc = make_xfer(s, cred);
+	pfs_awscred_destroy(cred);
+	if (rc)
+		goto fail;
+	free(bucket);
+	*out = &s->base;
+	return 0;
+fail:
+	free(bucket);
+	free(s->base.name);
+	s3_destroy(&s->base);
+	return rc;
+}

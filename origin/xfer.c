@@ -1,0 +1,510 @@
+/* xfer.c - see xfer.h.
+ *
+ * Design: synchronous transfers on pooled easy handles. A caller (a FUSE
+ * worker, later a prefetch worker) takes a handle from the pool, runs one
+ * attempt, returns it. Concurrency is the number of calling threads; the
+ * share object makes all handles use one connection cache, so connections
+ * are reused across threads. Each attempt is checked completely (status,
+ * Content-Range, byte count, validator) before a single byte counts.
+ */
+#include <curl/curl.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "origin.h"
+#include "retry.h"
+#include "xfer.h"
+#include "../util/log.h"
+#include "../util/stats.h"
+
+struct pfs_xfer {
+	double timeout;
+	int retries;
+	char *sigv4, *userpwd;
+	struct curl_slist *headers; /* extra request headers (S3) */
+	char *cainfo;
+	CURLSH *share;
+	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+	pthread_mutex_t pool_lock;
+	CURL **pool;          /* idle handles; guarded by pool_lock */
+	size_t pool_n, pool_cap;
+};
+
+enum req_kind { REQ_RANGE, REQ_GET, REQ_HEAD };
+
+/* One attempt's state; reset before every attempt. */
+struct req {
+	enum req_kind kind;
+	/* REQ_RANGE: fixed destination */
+	char *dst;
+	size_t want;
+	/* REQ_GET: growing buffer up to cap */
+	char *body;
+	size_t body_cap, limit;
+	size_t got;
+	int overflow;
+	char content_range[128];
+	char etag[PFS_ETAG_MAX];
+	int etag_bad;
+	double retry_after;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static void global_init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access a, void *p)
+{
+	(void)h; (void)a;
+	pthread_mutex_lock(&((struct pfs_xfer *)p)->share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *p)
+{
+	(void)h;
+	pthread_mutex_unlock(&((struct pfs_xfer *)p)->share_locks[data]);
+}
+
+int pfs_xfer_create(const struct pfs_xfer_opts *opts, struct pfs_xfer **out)
+{
+	pthread_once(&global_once, global_init);
+	struct pfs_xfer *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->timeout = opts->timeout > 0 ? opts->timeout : 10;
+	x->retries = opts->retries >= 0 ? opts->retries : 0;
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&x->share_locks[i], NULL);
+	pthread_mutex_init(&x->pool_lock, NULL);
+	if (opts->sigv4 && !(x->sigv4 = strdup(opts->sigv4)))
+		goto fail;
+	if (opts->userpwd && !(x->userpwd = strdup(opts->userpwd)))
+		goto fail;
+	if (opts->sigv4) {
+		/* curl 7.88 signs this header but does not add it itself. */
+		struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+		if (!h)
+			goto fail;
+		x->headers = h;
+		if (opts->session_token) {
+			char *t;
+			if (asprintf(&t, "X-Amz-Security-Token: %s", opts->session_token) < 0)
+				goto fail;
+			h = curl_slist_append(x->headers, t);
+			explicit_bzero(t, strlen(t));
+			free(t);
+			if (!h)
+				goto fail;
+			x->headers = h;
+		}
+	}
+	const char *ca = getenv("AWS_CA_BUNDLE");
+	if (ca && *ca && access(ca, R_OK) == 0 && !(x->cainfo = strdup(ca)))
+		goto fail;
+	x->share = curl_share_init();
+	if (!x->share)
+		goto fail;
+	curl_share_setopt(x->share, CURLSHOPT_LOCKFUNC, share_lock);
+	curl_share_setopt(x->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+	curl_share_setopt(x->share, CURLSHOPT_USERDATA, x);
+	curl_share_setopt(x->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	curl_share_setopt(x->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	curl_share_setopt(x->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	*out = x;
+	return 0;
+fail:
+	pfs_xfer_destroy(x);
+	return -ENOMEM;
+}
+
+void pfs_xfer_destroy(struct pfs_xfer *x)
+{
+	if (!x)
+		return;
+	for (size_t i = 0; i < x->pool_n; i++)
+		curl_easy_cleanup(x->pool[i]);
+	free(x->pool);
+	if (x->share)
+		curl_share_cleanup(x->share);
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_destroy(&x->share_locks[i]);
+	pthread_mutex_destroy(&x->pool_lock);
+	if (x->userpwd)
+		explicit_bzero(x->userpwd, strlen(x->userpwd));
+	if (x->headers) {
+		for (struct curl_slist *h = x->headers; h; h = h->next)
+			explicit_bzero(h->data, strlen(h->data));
+		curl_slist_free_all(x->headers);
+	}
+	free(x->userpwd);
+	free(x->sigv4);
+	free(x->cainfo);
+	free(x);
+}
+
+static CURL *handle_get(struct pfs_xfer *x)
+{
+	CURL *h = NULL;
+	pthread_mutex_lock(&x->pool_lock);
+	if (x->pool_n)
+		h = x->pool[--x->pool_n];
+	pthread_mutex_unlock(&x->pool_lock);
+	if (!h)
+		h = curl_easy_init();
+	return h;
+}
+
+static void handle_put(struct pfs_xfer *x, CURL *h)
+{
+	pthread_mutex_lock(&x->pool_lock);
+	if (x->pool_n == x->pool_cap) {
+		size_t cap = x->pool_cap ? x->pool_cap * 2 : 16;
+		CURL **p = realloc(x->pool, cap * sizeof(*p));
+		if (!p) {
+			pthread_mutex_unlock(&x->pool_lock);
+			curl_easy_cleanup(h);
+			return;
+		}
+		x->pool = p;
+		x->pool_cap = cap;
+	}
+	x->pool[x->pool_n++] = h;
+	pthread_mutex_unlock(&x->pool_lock);
+}
+
+static size_t on_body(char *data, size_t sz, size_t nmemb, void *p)
+{
+	struct req *r = p;
+	size_t n = sz * nmemb;
+	if (r->kind == REQ_RANGE) {
+		if (n > r->want - r->got) {
+			r->overflow = 1;
+			return 0; /* more than asked for: abort, never trust it */
+		}
+		memcpy(r->dst + r->got, data, n);
+		r->got += n;
+		return n;
+	}
+	if (n > r->limit - r->got) {
+		r->overflow = 1;
+		return 0;
+	}
+	if (r->got + n + 1 > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap : 16384;
+		while (cap < r->got + n + 1)
+			cap *= 2;
+		char *b = realloc(r->body, cap);
+		if (!b)
+			return 0;
+		r->body = b;
+		r->body_cap = cap;
+	}
+	memcpy(r->body + r->got, data, n);
+	r->got += n;
+	return n;
+}
+
+/* Copies a header value (trimmed) if the line is "Name: value". */
+static int header_value(const char *line, size_t n, const char *name, char *out, size_t cap)
+{
+	size_t nl = strlen(name);
+	if (n <= nl || strncasecmp(line, name, nl) || line[nl] != ':')
+		return 0;
+	const char *v = line + nl + 1;
+	const char *end = line + n;
+	while (v < end && (*v == ' ' || *v == '\t'))
+		v++;
+	while (end > v && isspace((unsigned char)end[-1]))
+		end--;
+	if ((size_t)(end - v) >= cap)
+		return -1;
+	memcpy(out, v, (size_t)(end - v));
+	out[end - v] = '\0';
+	return 1;
+}
+
+static size_t on_header(char *line, size_t sz, size_t nmemb, void *p)
+{
+	struct req *r = p;
+	size_t n = sz * nmemb;
+	char tmp[64];
+	/* A new status line (redirect, 100-continue) starts a new header set. */
+	if (n > 5 && !strncmp(line, "HTTP/", 5)) {
+		r->content_range[0] = r->etag[0] = '\0';
+		r->etag_bad = 0;
+		r->retry_after = -1;
+	}
+	if (header_value(line, n, "Content-Range", r->content_range,
+			 sizeof(r->content_range)) < 0)
+		r->content_range[0] = '\0';
+	if (header_value(line, n, "ETag", r->etag, sizeof(r->etag)) < 0)
+		r->etag_bad = 1;
+	if (header_value(line, n, "Retry-After", tmp, sizeof(tmp)) > 0)
+		r->retry_after = pfs_retry_after_parse(tmp);
+	return n;
+}
+
+static void setup(struct pfs_xfer *x, CURL *h, const char *url, struct req *r)
+{
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_SHARE, x->share);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(x->timeout * 1000));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(x->timeout * 1000));
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "prestofs/" PFS_VERSION);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (x->cainfo)
+		curl_easy_setopt(h, CURLOPT_CAINFO, x->cainfo);
+	if (x->sigv4) {
+		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, x->sigv4);
+		curl_easy_setopt(h, CURLOPT_USERPWD, x->userpwd);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->headers);
+	} else {
+		/* Plain HTTP servers may redirect; signed requests never follow. */
+		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+		curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	}
+}
+
+static double rnd01(void)
+{
+	static __thread unsigned long long s;
+	if (!s)
+		s = ((unsigned long long)time(NULL) << 20) ^ (unsigned long long)pthread_self() ^ 0x9e3779b97f4a7c15ull;
+	s ^= s << 13;
+	s ^= s >> 7;
+	s ^= s << 17;
+	return (double)(s >> 11) / 9007199254740992.0;
+}
+
+static void backoff(int attempt, double retry_after)
+{
+	double d = pfs_retry_delay(attempt, retry_after, rnd01());
+	struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Strips the query string (it may carry signatures) for log messages. */
+static void log_url(const char *url, char *out, size_t cap)
+{
+	size_t n = strcspn(url, "?");
+	snprintf(out, cap, "%.*s", (int)(n > 200 ? 200 : n), url);
+}
+
+/* Checks a finished range attempt. Returns 0, -EAGAIN (retry), or a final
+ * error. */
+static int check_range(struct req *r, long status, uint64_t size, uint64_t off,
+		       size_t len, const char *etag)
+{
+	if (status == 206) {
+		unsigned long long a, b;
+		char total[32];
+		if (sscanf(r->content_range, "bytes %llu-%llu/%31s", &a, &b, total) != 3)
+			return -EAGAIN;
+		if (a != off || b != off + len - 1)
+			return -EAGAIN;
+		if (strcmp(total, "*")) {
+			char *end;
+			unsigned long long t = strtoull(total, &end, 10);
+			if (*end || t != size)
+				return -ESTALE;
+		}
+	} else if (status == 200) {
+		if (off != 0 || len != size)
+			return -EIO; /* server ignores Range: can't serve parts */
+	} else if (status == 416) {
+		return -ESTALE; /* the object shrank */
+	} else if (pfs_retry_status(status)) {
+		return -EAGAIN;
+	} else {
+		return pfs_retry_errno(status);
+	}
+	if (r->etag_bad)
+		return -EIO;
+	if (etag[0] && r->etag[0] && strcmp(etag, r->etag))
+		return -ESTALE;
+	if (r->got != len)
+		return -EAGAIN; /* short body */
+	return 0;
+}
+
+int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
+		       uint64_t off, size_t len, void *buf, char *etag)
+{
+	char range[64];
+	snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + len - 1);
+	int rc = -EIO;
+	for (int attempt = 0; attempt <= x->retries; attempt++) {
+		CURL *h = handle_get(x);
+		if (!h)
+			return -ENOMEM;
+		struct req r = {.kind = REQ_RANGE, .dst = buf, .want = len, .retry_after = -1};
+		setup(x, h, url, &r);
+		curl_easy_setopt(h, CURLOPT_RANGE, range);
+		pfs_stat_add(origin_requests, 1);
+		if (attempt)
+			pfs_stat_add(origin_retries, 1);
+		pfs_stats_inflight_begin();
+		CURLcode cc = curl_easy_perform(h);
+		pfs_stats_inflight_end();
+		long status = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		handle_put(x, h);
+		if (cc != CURLE_OK && !(r.overflow && cc == CURLE_WRITE_ERROR)) {
+			rc = -EAGAIN;
+			char u[256];
+			log_url(url, u, sizeof(u));
+			pfs_debug("GET %s range %s: %s", u, range, curl_easy_strerror(cc));
+		} else if (r.overflow) {
+			rc = -EAGAIN;
+		} else {
+			rc = check_range(&r, status, size, off, len, etag);
+		}
+		if (rc == 0) {
+			if (!etag[0] && r.etag[0])
+				memcpy(etag, r.etag, strlen(r.etag) + 1);
+			pfs_stat_add(origin_bytes, len);
+			return 0;
+		}
+		pfs_stat_add(origin_errors, 1);
+		if (rc != -EAGAIN)
+			break;
+		rc = -EIO;
+		if (attempt < x->retries)
+			backoff(attempt + 1, r.retry_after);
+	}
+	if (rc == -ESTALE) {
+		char u[256];
+		log_url(url, u, sizeof(u));
+		pfs_warn("%s changed on the origin while mounted; refusing to mix versions", u);
+	}
+	return rc;
+}
+
+/* Shared by GET and HEAD: runs attempts until a final answer. */
+static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *status_out,
+		  CURL **keep)
+{
+	int rc = -EIO;
+	for (int attempt = 0; attempt <= x->retries; attempt++) {
+		CURL *h = handle_get(x);
+		if (!h)
+			return -ENOMEM;
+		r->got = 0;
+		r->overflow = 0;
+		r->retry_after = -1;
+		setup(x, h, url, r);
+		if (r->kind == REQ_HEAD) {
+			curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+			curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
+		}
+		pfs_stat_add(origin_requests, 1);
+		if (attempt)
+			pfs_stat_add(origin_retries, 1);
+		pfs_stats_inflight_begin();
+		CURLcode cc = curl_easy_perform(h);
+		pfs_stats_inflight_end();
+		long status = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		if (cc == CURLE_OK && status >= 200 && status < 300) {
+			pfs_stat_add(origin_bytes, r->got);
+			*status_out = status;
+			*keep = h;
+			return 0;
+		}
+		handle_put(x, h);
+		pfs_stat_add(origin_errors, 1);
+		if (r->overflow)
+			return -EFBIG;
+		if (cc == CURLE_OK && !pfs_retry_status(status))
+			return pfs_retry_errno(status);
+		char u[256];
+		log_url(url, u, sizeof(u));
+		pfs_debug("%s %s: %s (HTTP %ld)", r->kind == REQ_HEAD ? "HEAD" : "GET", u,
+			  curl_easy_strerror(cc), status);
+		if (attempt < x->retries)
+			backoff(attempt + 1, r->retry_after);
+	}
+	return rc;
+}
+
+int pfs_xfer_get(struct pfs_xfer *x, const char *url, size_t cap, char **body, size_t *len)
+{
+	struct req r = {.kind = REQ_GET, .limit = cap};
+	long status;
+	CURL *h;
+	int rc = simple(x, url, &r, &status, &h);
+	if (rc < 0) {
+		free(r.body);
+		return rc;
+	}
+	handle_put(x, h);
+	if (!r.body && !(r.body = malloc(1)))
+		return -ENOMEM;
+	r.body[r.got] = '\0';
+	*body = r.body;
+	*len = r.got;
+	return 0;
+}
+
+int pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size, int64_t *mtime,
+		  char *etag)
+{
+	struct req r = {.kind = REQ_HEAD, .limit = 0};
+	long status;
+	CURL *h;
+	int rc = simple(x, url, &r, &status, &h);
+	if (rc < 0)
+		return rc;
+	curl_off_t cl = -1, ft = -1;
+	curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+	curl_easy_getinfo(h, CURLINFO_FILETIME_T, &ft);
+	handle_put(x, h);
+	if (cl < 0)
+		return -EIO;
+	*size = (uint64_t)cl;
+	*mtime = ft;
+	if (etag)
+		snprintf(etag, PFS_ETAG_MAX, "%s", r.etag);
+	return 0;
+}
+
+char *pfs_url_escape(const char *s, int keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s);
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	char *o = out;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~' ||
+		    (keep_slash && *p == '/')) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return out;
+}

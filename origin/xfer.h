@@ -1,0 +1,54 @@
+/* xfer.h - HTTP(S) transfers for the http and s3 backends, on libcurl.
+ *
+ * Owns a pool of curl easy handles sharing one connection cache, DNS cache
+ * and TLS session cache, so any number of threads can transfer at once and
+ * connections are reused. Every call retries per retry.h (timeouts, resets,
+ * short bodies, 5xx, 429 with Retry-After), then fails with -EIO; it never
+ * returns a short or unchecked body. Counts origin requests/bytes/errors in
+ * pfs_stats. Never logs credentials or signed headers.
+ * Thread-safe after creation.
+ */
+#ifndef PFS_XFER_H
+#define PFS_XFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pfs_xfer_opts {
+	double timeout; /* seconds per attempt */
+	int retries;    /* attempts after the first */
+	/* S3 signing: all NULL for plain HTTP. Copied by pfs_xfer_create(). */
+	const char *sigv4;         /* CURLOPT_AWS_SIGV4 value, "aws:amz:REGION:s3" */
+	const char *userpwd;       /* "ACCESS_KEY:SECRET_KEY" */
+	const char *session_token; /* sent as X-Amz-Security-Token */
+};
+
+struct pfs_xfer;
+
+int pfs_xfer_create(const struct pfs_xfer_opts *opts, struct pfs_xfer **out);
+void pfs_xfer_destroy(struct pfs_xfer *x);
+
+/* GET bytes [off, off+len) of the object at url (already escaped), whose
+ * size is `size`. Accepts 206 with a Content-Range naming exactly that
+ * range and total `size`, or 200 with exactly `size` bytes when the range
+ * is the whole object. `etag` as in pfs_origin_read(). */
+int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
+		       uint64_t off, size_t len, void *buf, char *etag);
+
+/* GET a whole small resource (manifest, listing page, index page) into a
+ * new NUL-terminated buffer the caller frees; at most `cap` bytes (more is
+ * -EFBIG). 404 -> -ENOENT, 403 -> -EACCES. */
+int pfs_xfer_get(struct pfs_xfer *x, const char *url, size_t cap,
+		 char **body, size_t *len);
+
+/* HEAD: Content-Length into *size, Last-Modified into *mtime (-1 if none),
+ * ETag into etag (PFS_ETAG_MAX buffer, may be NULL). */
+int pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size,
+		  int64_t *mtime, char *etag);
+
+/* Percent-encodes s as SigV4 and RFC 3986 want: every byte except
+ * A-Z a-z 0-9 - . _ ~ (and '/' when keep_slash). Returns a new string the
+ * caller frees, or NULL on ENOMEM. */
+char *pfs_url_escape(const char *s, int keep_slash);
+
+#endif
