@@ -5,6 +5,7 @@
  * origin or a malformed listing fails before the mountpoint changes.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,9 @@ int main(int argc, char **argv)
 	char err[512];
 	int ret = 1;
 
+	/* A peer closing a connection must not kill us while listing, before
+	 * libfuse installs its handlers. */
+	signal(SIGPIPE, SIG_IGN);
 	pfs_opts_init(&o);
 	if (pfs_opts_parse(&o, argc, argv, &fargs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "prestofs: %s\n", err);

@@ -64,7 +64,8 @@ static int walk(int fd, char *path, size_t plen, int depth, pfs_list_fn fn, void
 		if (!(names[n] = strdup(de->d_name))) { rc = -ENOMEM; goto out_names; }
 		n++;
 	}
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		size_t nl = strlen(names[i]);
 		if (plen + 1 + nl >= PATH_MAX) {

@@ -9,6 +9,10 @@
  * PFS_S3LIST_TEXT_MAX bytes; a longer element is an error, not a
  * truncation. Keys are percent-decoded at the end of the page only if the
  * page said <EncodingType>url</EncodingType> (S3 encodes a space as '+').
+ * Servers that ignore encoding-type=url (s3rver, some gateways) put raw
+ * control bytes of keys into the XML, which XML 1.0 forbids everywhere:
+ * each such byte (0x01-0x1f but TAB, LF, CR) is fed to expat as 0x7f, so
+ * the page still parses and pfs_path_valid() rejects that one key.
  */
 #include <errno.h>
 #include <expat.h>
@@ -456,8 +460,56 @@ void pfs_s3list_destroy(struct pfs_s3list *p)
 	free(p);
 }
 
+static int feed(struct pfs_s3list *p, const char *buf, size_t len,
+		int final);
+
+static int is_ctl(char c)
+{
+	return (unsigned char)c < 0x20 && c != '\t' && c != '\n' && c != '\r' &&
+	       c != '\0';
+}
+
+/* Returns buf itself, or a copy with control bytes replaced (*copy set,
+ * to be freed), or NULL on ENOMEM. */
+static const char *sanitize(const char *buf, size_t len, char **copy)
+{
+	size_t i = 0;
+
+	*copy = NULL;
+	while (i < len && !is_ctl(buf[i]))
+		i++;
+	if (i == len)
+		return buf;
+	*copy = malloc(len);
+	if (!*copy)
+		return NULL;
+	memcpy(*copy, buf, len);
+	for (; i < len; i++)
+		if (is_ctl((*copy)[i]))
+			(*copy)[i] = 0x7f;
+	return *copy;
+}
+
 int pfs_s3list_feed(struct pfs_s3list *p, const char *buf, size_t len,
 		    int final)
+{
+	char *copy;
+	int rc;
+
+	if (p->failed || p->done)
+		return feed(p, buf, len, final);
+	buf = sanitize(buf, len, &copy);
+	if (!buf) {
+		snprintf(p->err, sizeof(p->err), "out of memory");
+		p->failed = 1;
+		return -ENOMEM;
+	}
+	rc = feed(p, buf, len, final);
+	free(copy);
+	return rc;
+}
+
+static int feed(struct pfs_s3list *p, const char *buf, size_t len, int final)
 {
 	if (p->failed || p->done) {
 		if (!p->failed)

@@ -32,7 +32,7 @@ int pfs_s3list_create(struct pfs_s3list **out);
 void pfs_s3list_destroy(struct pfs_s3list *p);
 
 /* Feeds len bytes; `final` is 1 with the last chunk (len may be 0).
- * Returns 0 or -EINVAL (malformed XML, not a ListBucketResult, a bad
+ * Returns 0, -ENOMEM or -EINVAL (malformed XML, not a ListBucketResult, a bad
  * number or date, an element over PFS_S3LIST_TEXT_MAX, too many entries,
  * a Contents without Key) with a message in pfs_s3list_error(). After an
  * error every later call fails. */

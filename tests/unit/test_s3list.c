@@ -257,6 +257,22 @@ static void test_special_chars(void **state)
 	pfs_s3list_destroy(p);
 }
 
+static void test_raw_control_bytes(void **state)
+{
+	struct pfs_s3list *p;
+
+	(void)state;
+	/* A server ignoring encoding-type=url sends a key's control bytes raw
+	 * (invalid XML): the page parses, the byte becomes 0x7f. */
+	assert_int_equal(parse(HEAD "<Contents><Key>a\x01b\x1f</Key><Size>1</Size>"
+			       "</Contents><Contents><Key>ok\tt</Key><Size>2"
+			       "</Size></Contents>" TAIL, 3, &p), 0);
+	assert_int_equal(pfs_s3list_count(p), 2);
+	assert_string_equal(pfs_s3list_get(p, 0)->key, "a\x7f" "b\x7f");
+	assert_string_equal(pfs_s3list_get(p, 1)->key, "ok\tt");
+	pfs_s3list_destroy(p);
+}
+
 static void test_dates(void **state)
 {
 	int64_t t;
@@ -300,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_huge_element),
 		cmocka_unit_test(test_dir_markers_and_prefixes),
 		cmocka_unit_test(test_special_chars),
+		cmocka_unit_test(test_raw_control_bytes),
 		cmocka_unit_test(test_dates),
 	};
 

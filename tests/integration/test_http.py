@@ -1,0 +1,124 @@
+"""HTTP origin served by a private nginx: manifest and autoindex listings,
+URL prefixes, manifest=URL|PATH, and request coalescing."""
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from helpers.compare import compare_bytes, compare_tree, read_all
+from helpers.manifest import NAME as MANIFEST_NAME, write_manifest
+from helpers.mount import Mount, MountError
+
+MiB = 1 << 20
+
+
+@pytest.fixture(params=["manifest", "index", "autoindex"])
+def http_origin(request, dataset, tmp_path, nginx, prestofs_bin):
+    """(source dir, nginx, mtime precision) for each way of listing:
+    manifest  - prestofs.manifest written by the tests' own writer (ETag '-')
+    index     - prestofs.manifest written by `prestofs index`
+    autoindex - no manifest, nginx's HTML listing only"""
+    mode = request.param
+    if mode == "autoindex":
+        return dataset, nginx(dataset, autoindex=True), "min"
+    src = tmp_path / "served"
+    shutil.copytree(dataset, src, copy_function=shutil.copy2)
+    if mode == "manifest":
+        write_manifest(src)
+    else:
+        r = subprocess.run(f'"{prestofs_bin}" index "{src}" > "{src}/{MANIFEST_NAME}"',
+                           shell=True, capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    return src, nginx(src, autoindex=False), "s"
+
+
+def test_http_every_byte(http_origin, mount):
+    src, ng, mtime = http_origin
+    m = mount(ng.url)
+    compare_tree(src, m.path, mtime=mtime)
+    compare_bytes(src, m.path, ranges_per_file=8)
+    s = m.stats()
+    assert s["origin"]["errors"] == 0, s
+    # Every listed name went over the wire correctly escaped: nothing 404'd.
+    assert not [l for l in ng.access_log.read_text().splitlines() if '" 404 ' in l]
+
+
+@pytest.mark.parametrize("suffix", ["tree/", "tree"])
+def test_http_prefix(dataset, nginx, mount, suffix):
+    ng = nginx(dataset.parent, autoindex=True)
+    m = mount(ng.url + suffix)
+    compare_tree(dataset, m.path, mtime="min")
+    compare_bytes(dataset, m.path, files=["blk-plus-1.bin", "weird/hash#tag?.bin",
+                                          "dir with space/100% done.bin"])
+
+
+def test_manifest_option_url_and_path(dataset, tmp_path, nginx, mount):
+    """manifest=URL (kept outside the served tree) and manifest=PATH."""
+    top = tmp_path / "www"
+    (top / "lists").mkdir(parents=True)
+    shutil.copytree(dataset, top / "tree", copy_function=shutil.copy2)
+    write_manifest(top / "tree", dest=top / "lists" / "tree.manifest")
+    ng = nginx(top, autoindex=False)  # no listing possible without the manifest
+    m1 = mount(ng.url + "tree/", {"manifest": ng.url + "lists/tree.manifest"}, name="m1")
+    compare_tree(top / "tree", m1.path, mtime="s")
+    compare_bytes(top / "tree", m1.path, files=["multi.bin", "ünïcödé-日本/データ.bin"])
+    m2 = mount(ng.url + "tree/", {"manifest": top / "lists" / "tree.manifest"}, name="m2")
+    compare_tree(top / "tree", m2.path, mtime="s")
+
+
+def test_http_malformed_manifest(dataset, tmp_path, nginx, prestofs_bin):
+    src = tmp_path / "served"
+    src.mkdir()
+    (src / "ok.bin").write_bytes(b"x" * 10)
+    (src / MANIFEST_NAME).write_text("#prestofs-manifest 1\nok.bin\t10\t1600000000\t-\n"
+                                     "broken line without tabs\n")
+    ng = nginx(src, autoindex=True)
+    m = Mount(ng.url, tmp_path / "mnt", {"timeout": 2, "retries": 1}, binary=prestofs_bin)
+    with pytest.raises(MountError) as ei:
+        m.start()
+        m.stop()
+    assert "line 3" in str(ei.value) or ":3:" in str(ei.value), ei.value
+
+
+def test_coalescing(dataset, tmp_path, nginx, delay_proxy, mount):
+    """Two readers of the same cold block, at different offsets (so the kernel
+    sends two FUSE reads), while the origin is 300 ms away: one request."""
+    src = tmp_path / "served"
+    shutil.copytree(dataset, src, copy_function=shutil.copy2)
+    write_manifest(src)
+    ng = nginx(src, autoindex=False)
+    px = delay_proxy(ng.port, delay_ms=150)
+    m = mount(px.url, {"block_size": "1M"})
+    rel = "blk-exact.bin"            # exactly one block: nothing else to prefetch
+    want = (src / rel).read_bytes()
+    fds = [os.open(m.path / rel, os.O_RDONLY) for _ in range(2)]
+    try:
+        s0 = m.stats()
+        log0 = len(ng.requests_for(rel))
+        barrier = threading.Barrier(2)
+        got = [None, None]
+        offsets = [0, 512 << 10]
+
+        def reader(i):
+            barrier.wait(5)
+            got[i] = os.pread(fds[i], 4096, offsets[i])
+
+        ts = [threading.Thread(target=reader, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(30)
+        assert not any(t.is_alive() for t in ts), "reader hung"
+        s1 = m.stats()
+    finally:
+        for fd in fds:
+            os.close(fd)
+    for i in range(2):
+        assert got[i] == want[offsets[i]:offsets[i] + 4096]
+    reqs = s1["origin"]["requests"] - s0["origin"]["requests"]
+    log1 = len(ng.requests_for(rel))
+    assert reqs == 1, f"origin.requests +{reqs} (nginx saw +{log1 - log0}); stats {s1}"
+    assert log1 - log0 == 1, ng.requests_for(rel)
+    assert s1["coalesced"] > s0["coalesced"], (s0, s1)
