@@ -91,6 +91,8 @@ void pfs_bcache_destroy(struct pfs_bcache *c)
 			struct pfs_block *e = s->table[b];
 			while (e) {
 				struct pfs_block *next = e->hnext;
+				if (e->state == READY)
+					pfs_stat_sub(ram_bytes, e->len);
 				free(e->data);
 				free(e);
 				e = next;

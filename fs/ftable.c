@@ -68,7 +68,7 @@ struct pfs_ftable *pfs_ftable_create(void)
 	}
 	ft->names[0] = '\0';
 	ft->names_len = 1;
-	ft->nodes[0] = (struct node){.is_dir = 1};
+	ft->nodes[0] = (struct node){.is_dir = 1, .mtime = INT64_MIN};
 	ft->explicit_dir[0] = 0; /* root mtime: its newest child's */
 	ft->n = 1;
 	return ft;

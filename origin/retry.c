@@ -22,7 +22,7 @@ double pfs_retry_delay(int attempt, double retry_after, double rnd)
 
 int pfs_retry_status(long status)
 {
-	return status >= 500 || status == 429 || status == 408;
+	return (status >= 500 && status <= 599) || status == 429 || status == 408;
 }
 
 int pfs_retry_errno(long status)
@@ -30,6 +30,7 @@ int pfs_retry_errno(long status)
 	switch (status) {
 	case 404: case 410: return -ENOENT;
 	case 401: case 403: return -EACCES;
+	case 416: return -ESTALE; /* the object shrank */
 	default: return -EIO;
 	}
 }

@@ -16,11 +16,12 @@
  * server's Retry-After in seconds, or < 0 if none; `rnd` is in [0, 1). */
 double pfs_retry_delay(int attempt, double retry_after, double rnd);
 
-/* 1 if an HTTP status is worth retrying (5xx, 429, 408), else 0. */
+/* 1 if an HTTP status is worth retrying (500-599, 429, 408), else 0. */
 int pfs_retry_status(long status);
 
 /* Maps a final HTTP status to a negative errno: 404/410 -> -ENOENT,
- * 401/403 -> -EACCES, 416 -> -EINVAL... anything else -> -EIO. */
+ * 401/403 -> -EACCES, 416 -> -ESTALE (the object shrank), anything else
+ * -> -EIO. */
 int pfs_retry_errno(long status);
 
 /* Parses a Retry-After header value (delta-seconds only; HTTP dates give

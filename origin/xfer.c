@@ -330,8 +330,6 @@ static int check_range(struct req *r, long status, uint64_t size, uint64_t off,
 	} else if (status == 200) {
 		if (off != 0 || len != size)
 			return -EIO; /* server ignores Range: can't serve parts */
-	} else if (status == 416) {
-		return -ESTALE; /* the object shrank */
 	} else if (pfs_retry_status(status)) {
 		return -EAGAIN;
 	} else {

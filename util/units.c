@@ -37,6 +37,7 @@ int pfs_parse_size(const char *s, uint64_t *out)
 	case 'M': shift = 20; end++; break;
 	case 'G': shift = 30; end++; break;
 	case 'T': shift = 40; end++; break;
+	case 'B': break; /* plain bytes, "4096B" */
 	default: return -EINVAL;
 	}
 	if (shift && (!strcasecmp(end, "iB") || !strcasecmp(end, "B")))
@@ -53,8 +54,8 @@ int pfs_parse_size(const char *s, uint64_t *out)
 
 int pfs_parse_seconds(const char *s, double *out)
 {
-	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
-		return -EINVAL;
+	if (!s || !*s || strspn(s, "0123456789.") != strlen(s))
+		return -EINVAL; /* decimal only: strtod would take hex and exponents */
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);

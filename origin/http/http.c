@@ -275,8 +275,13 @@ static int add_entry(struct crawl *c, const char *dir, int depth,
 	if (asprintf(&path, "%s%s%s", dir, *dir ? "/" : "", e->name) < 0)
 		return -ENOMEM;
 	if (!pfs_path_valid(path)) {
-		pfs_warn("%s: skipping '%.300s': not a valid dataset path",
-			 c->ho->base.name, path);
+		char shown[301];
+		size_t i = 0;
+		for (; path[i] && i < sizeof(shown) - 1; i++) /* no raw controls */
+			shown[i] = (unsigned char)path[i] < 0x20 ? '?' : path[i];
+		shown[i] = '\0';
+		pfs_warn("%s: skipping '%s': not a valid dataset path",
+			 c->ho->base.name, shown);
 		free(path);
 		return 0;
 	}
@@ -454,8 +459,11 @@ static int list_crawl(struct http_origin *ho, pfs_list_fn fn, void *ctx)
 	if (rc < 0)
 		goto out_ents;
 
+	size_t listed = 0;
+	for (size_t i = 0; i < c.n; i++)
+		listed += !c.ents[i].gone;
 	pfs_info("%s: %zu entries from %zu index pages and %zu HEAD requests",
-		 ho->base.name, c.n, c.pages, c.heads);
+		 ho->base.name, listed, c.pages, c.heads);
 	qsort(c.ents, c.n, sizeof(*c.ents), cmp_ent);
 	for (size_t i = 0; i < c.n && rc == 0; i++) {
 		const struct ent *e = &c.ents[i];

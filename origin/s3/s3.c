@@ -8,14 +8,22 @@
  *   URL fetched unsigned, s3://BUCKET/KEY fetched signed, else a local
  *   file), by the object PREFIX/prestofs.manifest (404 or 403 falls back),
  *   or by ListObjectsV2. The manifest object is never listed as a file.
- * - Listing is parallel by top-level "directory": one delimited listing of
- *   PREFIX delivers the top-level objects and the CommonPrefixes; then up
- *   to PRESTOFS_S3_LIST_THREADS (default 8) workers each page through the
- *   full (undelimited) listing of one common prefix. The subtrees are
- *   disjoint, so nothing is listed twice and the request count equals a
- *   flat listing's plus one. A dataset with a single top-level directory
- *   gets no parallelism (not split further).
- * - Listing callbacks (pfs_list_fn) are serialized by list_lock; a worker
+ * - Listing is parallel by key range, which stays complete whatever the
+ *   server's delimiter support: one delimited request for PREFIX (its
+ *   first page only) yields CommonPrefixes, used merely as hints; up to
+ *   threads * RANGES_PER_THREAD of them become bounds b1 < b2 < ... that
+ *   cut the key space into ranges (-inf, b1], (b1, b2], ..., (bn, +inf).
+ *   Workers (PRESTOFS_S3_LIST_THREADS, default 8) each take a range and
+ *   page through a flat listing from start-after=b(i) until a key passes
+ *   b(i+1). Every key lies in exactly one range, so nothing is missed or
+ *   listed twice even when hints are missing (s3rver reports no prefix
+ *   for directories that hold only subdirectories). Costs over a flat
+ *   listing: one request, plus at most one page per range. Needs the
+ *   server to order keys as strcmp() does (S3: UTF-8 binary order). If
+ *   the first page holds everything (no prefixes, not truncated) it is
+ *   used as is. A dataset under a single top-level directory gets no
+ *   parallelism (hints are not looked for deeper).
+ * - Listing callbacks (pfs_list_fn) are serialized by lister.lock; a worker
  *   parses a whole page before taking the lock, so no I/O happens under it.
  * - Keys the filesystem cannot show (pfs_path_valid fails, or a "dir/"
  *   object with data, or a name clash answered -EEXIST) are skipped with
@@ -45,6 +53,7 @@
 #define MANIFEST_CAP (256u << 20)     /* bytes of a manifest */
 #define LIST_THREADS_DEFAULT 8
 #define LIST_THREADS_MAX 64
+#define RANGES_PER_THREAD 4
 #define WARN_MAX 20
 
 struct s3_origin {
@@ -68,9 +77,9 @@ struct lister {
 	pthread_mutex_t lock;
 	int err;               /* first error; guarded by lock */
 	unsigned skipped;      /* guarded by lock */
-	char **queue;          /* common prefixes; filled before workers start */
-	size_t nqueue, qcap;
-	size_t qnext;          /* guarded by lock */
+	char **bounds;         /* range bounds, increasing; set before workers */
+	size_t nbounds;
+	size_t rnext;          /* next range to list; guarded by lock */
 };
 
 static int env_int(const char *name, int def, int lo, int hi)
@@ -156,24 +165,6 @@ static int deliver(struct lister *l, const struct pfs_s3list_entry *e)
 	return rc;
 }
 
-static int enqueue(struct lister *l, const char *prefix)
-{
-	if (l->nqueue == l->qcap) {
-		size_t ncap = l->qcap ? l->qcap * 2 : 16;
-		char **nq = realloc(l->queue, ncap * sizeof(*nq));
-
-		if (!nq)
-			return -ENOMEM;
-		l->queue = nq;
-		l->qcap = ncap;
-	}
-	l->queue[l->nqueue] = strdup(prefix);
-	if (!l->queue[l->nqueue])
-		return -ENOMEM;
-	l->nqueue++;
-	return 0;
-}
-
 static int stopped(struct lister *l)
 {
 	int err;
@@ -184,80 +175,102 @@ static int stopped(struct lister *l)
 	return err;
 }
 
-/* Pages through the listing of `prefix`. With delim "/", CommonPrefixes
- * are queued (only the first, single-threaded call uses that). */
-static int list_prefix(struct lister *l, const char *prefix, const char *delim)
+/* Fetches and parses one listing page into *out (the caller destroys). */
+static int fetch_page(struct lister *l, const char *delim, const char *token,
+		      const char *start_after, unsigned page,
+		      struct pfs_s3list **out)
 {
-	char *token = NULL, *url = NULL, *body = NULL;
+	struct s3_origin *s = l->s;
 	struct pfs_s3list *p = NULL;
-	unsigned page = 0;
+	char *url, *body = NULL;
 	size_t len;
 	int rc;
+
+	url = pfs_s3url_list(s->url_base, s->prefix, delim, token, start_after,
+			     s->max_keys);
+	if (!url)
+		return -ENOMEM;
+	rc = pfs_xfer_get(s->xfer, url, PAGE_CAP, &body, &len);
+	free(url);
+	if (rc) {
+		pfs_err("%s: listing page %u: %s", s->base.name, page,
+			strerror(-rc));
+		return rc;
+	}
+	rc = pfs_s3list_create(&p);
+	if (!rc) {
+		rc = pfs_s3list_feed(p, body, len, 1);
+		if (rc)
+			pfs_err("%s: listing page %u: %s", s->base.name, page,
+				pfs_s3list_error(p));
+	}
+	free(body);
+	if (rc) {
+		pfs_s3list_destroy(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+/* Delivers a page's entries up to and including `stop` (NULL: all). Sets
+ * *past when an entry beyond `stop` was seen. */
+static int deliver_page(struct lister *l, const struct pfs_s3list *p,
+			const char *stop, int *past)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&l->lock);
+	for (size_t i = 0; !rc && i < pfs_s3list_count(p); i++) {
+		const struct pfs_s3list_entry *e = pfs_s3list_get(p, i);
+
+		if (stop && strcmp(e->key, stop) > 0) {
+			*past = 1;
+			break;
+		}
+		rc = deliver(l, e);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+/* Lists the keys k with after < k <= upto (NULL: unbounded), page by page. */
+static int list_range(struct lister *l, const char *after, const char *upto)
+{
+	struct pfs_s3list *p = NULL;
+	char *token = NULL;
+	unsigned page = 0;
+	int rc, past = 0;
 
 	do {
 		if ((rc = stopped(l)))
 			break;
-		url = pfs_s3url_list(l->s->url_base, prefix, delim, token,
-				     l->s->max_keys);
-		if (!url) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = pfs_xfer_get(l->s->xfer, url, PAGE_CAP, &body, &len);
-		if (rc) {
-			pfs_err("%s: listing '%s' page %u: %s", l->s->base.name,
-				prefix, page + 1, strerror(-rc));
-			break;
-		}
-		if ((rc = pfs_s3list_create(&p)))
-			break;
-		rc = pfs_s3list_feed(p, body, len, 1);
-		if (rc) {
-			pfs_err("%s: listing '%s' page %u: %s", l->s->base.name,
-				prefix, page + 1, pfs_s3list_error(p));
-			break;
-		}
-		pthread_mutex_lock(&l->lock);
-		for (size_t i = 0; !rc && i < pfs_s3list_count(p); i++)
-			rc = deliver(l, pfs_s3list_get(p, i));
-		pthread_mutex_unlock(&l->lock);
-		for (size_t i = 0; !rc && i < pfs_s3list_prefix_count(p); i++)
-			rc = enqueue(l, pfs_s3list_prefix(p, i));
+		/* start-after only on the first page; then the token rules. */
+		rc = fetch_page(l, NULL, token, token ? NULL : after, ++page, &p);
 		if (rc)
 			break;
-		page++;
-		if (pfs_s3list_truncated(p)) {
+		rc = deliver_page(l, p, upto, &past);
+		if (!rc && !past && pfs_s3list_truncated(p)) {
 			const char *next = pfs_s3list_next_token(p);
 
 			if (!next || (token && !strcmp(next, token))) {
-				pfs_err("%s: listing '%s' page %u is truncated "
+				pfs_err("%s: listing page %u is truncated "
 					"without a new continuation token",
-					l->s->base.name, prefix, page);
+					l->s->base.name, page);
 				rc = -EIO;
-				break;
-			}
-			free(token);
-			if (!(token = strdup(next))) {
-				rc = -ENOMEM;
-				break;
+			} else {
+				free(token);
+				if (!(token = strdup(next)))
+					rc = -ENOMEM;
 			}
 		} else {
 			free(token);
 			token = NULL;
 		}
-		free(url);
-		free(body);
 		pfs_s3list_destroy(p);
-		url = body = NULL;
 		p = NULL;
-	} while (token);
-	pfs_s3list_destroy(p);
-	free(body);
-	free(url);
+	} while (!rc && token);
 	free(token);
-	if (!rc)
-		pfs_debug("%s: listed '%s' in %u pages", l->s->base.name,
-			  prefix, page);
 	return rc;
 }
 
@@ -266,17 +279,19 @@ static void *worker(void *arg)
 	struct lister *l = arg;
 
 	for (;;) {
-		const char *prefix;
+		size_t i;
 		int rc;
 
 		pthread_mutex_lock(&l->lock);
-		if (l->err || l->qnext == l->nqueue) {
+		if (l->err || l->rnext >= l->nbounds + 1) {
 			pthread_mutex_unlock(&l->lock);
 			break;
 		}
-		prefix = l->queue[l->qnext++];
+		i = l->rnext++;
 		pthread_mutex_unlock(&l->lock);
-		rc = list_prefix(l, prefix, NULL);
+		/* Range i is (bounds[i-1], bounds[i]]. */
+		rc = list_range(l, i > 0 ? l->bounds[i - 1] : NULL,
+				i < l->nbounds ? l->bounds[i] : NULL);
 		if (rc) {
 			pthread_mutex_lock(&l->lock);
 			if (!l->err)
@@ -287,39 +302,69 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Picks at most nranges - 1 strictly increasing range bounds out of the
+ * first page's CommonPrefixes. */
+static int pick_bounds(struct lister *l, const struct pfs_s3list *p,
+		       size_t nranges)
+{
+	size_t n = pfs_s3list_prefix_count(p), nr = n + 1 < nranges ? n + 1 :
+							       nranges;
+
+	l->bounds = calloc(nr, sizeof(*l->bounds));
+	if (!l->bounds)
+		return -ENOMEM;
+	for (size_t j = 1; j < nr; j++) {
+		const char *b = pfs_s3list_prefix(p, j * n / nr);
+
+		if (l->nbounds && strcmp(b, l->bounds[l->nbounds - 1]) <= 0)
+			continue; /* the server's order is not ours: skip */
+		if (!(l->bounds[l->nbounds] = strdup(b)))
+			return -ENOMEM;
+		l->nbounds++;
+	}
+	return 0;
+}
+
 static int list_objects(struct s3_origin *s, pfs_list_fn fn, void *ctx)
 {
 	struct lister l = {.s = s, .fn = fn, .ctx = ctx};
 	pthread_t tids[LIST_THREADS_MAX];
-	int nthreads = 0, rc;
+	struct pfs_s3list *first = NULL;
+	int nthreads = 0, rc, past = 0;
 
 	pthread_mutex_init(&l.lock, NULL);
-	rc = list_prefix(&l, s->prefix, "/");
+	rc = fetch_page(&l, "/", NULL, NULL, 0, &first);
 	if (rc)
 		goto out;
-	if (l.nqueue > 0) {
-		int want = s->list_threads;
-
-		if ((size_t)want > l.nqueue)
-			want = (int)l.nqueue;
-		for (; want > 1 && nthreads < want; nthreads++) {
-			if (pthread_create(&tids[nthreads], NULL, worker, &l))
-				break; /* run with fewer; this thread helps */
-		}
-		worker(&l);
-		for (int i = 0; i < nthreads; i++)
-			pthread_join(tids[i], NULL);
-		rc = l.err;
+	if (!pfs_s3list_truncated(first) && !pfs_s3list_prefix_count(first)) {
+		/* Everything is in this one page. */
+		rc = deliver_page(&l, first, NULL, &past);
+		goto done;
 	}
+	rc = pick_bounds(&l, first, s->list_threads > 1 ?
+					    (size_t)s->list_threads * RANGES_PER_THREAD : 1);
+	if (rc)
+		goto out;
+	for (; nthreads + 1 < s->list_threads &&
+	       (size_t)nthreads + 1 < l.nbounds + 1; nthreads++) {
+		if (pthread_create(&tids[nthreads], NULL, worker, &l))
+			break; /* run with fewer; this thread works too */
+	}
+	worker(&l);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(tids[i], NULL);
+	rc = l.err;
+	pfs_debug("%s: listed %zu key ranges with %d threads", s->base.name,
+		  l.nbounds + 1, nthreads + 1);
+done:
 	if (!rc && l.skipped)
 		pfs_warn("%s: skipped %u keys that cannot be shown as files",
 			 s->base.name, l.skipped);
-	pfs_debug("%s: %zu top-level prefixes listed by %d threads",
-		  s->base.name, l.nqueue, nthreads ? nthreads : 1);
 out:
-	for (size_t i = 0; i < l.nqueue; i++)
-		free(l.queue[i]);
-	free(l.queue);
+	pfs_s3list_destroy(first);
+	for (size_t i = 0; i < l.nbounds; i++)
+		free(l.bounds[i]);
+	free(l.bounds);
 	pthread_mutex_destroy(&l.lock);
 	return rc;
 }

@@ -188,7 +188,7 @@ static int add_param(char **q, const char *name, const char *value)
 }
 
 char *pfs_s3url_list(const char *base, const char *prefix, const char *delim,
-		     const char *token, int max_keys)
+		     const char *token, const char *start_after, int max_keys)
 {
 	char *q = NULL, *res = NULL, mk[16];
 
@@ -204,6 +204,8 @@ char *pfs_s3url_list(const char *base, const char *prefix, const char *delim,
 	if (max_keys > 0 && add_param(&q, "max-keys", mk))
 		goto out;
 	if (prefix && *prefix && add_param(&q, "prefix", prefix))
+		goto out;
+	if (start_after && add_param(&q, "start-after", start_after))
 		goto out;
 	if (asprintf(&res, "%s?%s", base, q) < 0)
 		res = NULL;

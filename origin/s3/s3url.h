@@ -32,11 +32,11 @@ int pfs_s3url_base(const char *endpoint, const char *region,
  * the caller frees. */
 char *pfs_s3url_object(const char *base, const char *key);
 
-/* BASE/?QUERY for ListObjectsV2: continuation-token (if token),
+/* BASE?QUERY for ListObjectsV2: continuation-token (if token),
  * delimiter (if delim), encoding-type=url, list-type=2, max-keys (if
- * max_keys > 0), prefix (if non-empty), in that (sorted) order. NULL on
- * ENOMEM; the caller frees. */
+ * max_keys > 0), prefix (if non-empty), start-after (if start_after), in
+ * that (sorted) order. NULL on ENOMEM; the caller frees. */
 char *pfs_s3url_list(const char *base, const char *prefix, const char *delim,
-		     const char *token, int max_keys);
+		     const char *token, const char *start_after, int max_keys);
 
 #endif

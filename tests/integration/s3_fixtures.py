@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -139,4 +138,4 @@ def sigv4_proxy(s3rver):
 
 
 __all__ = ["BUCKET", "ACCESS_KEY", "SECRET", "S3Rver", "s3_client", "upload_tree",
-           "s3rver", "sigv4_proxy", "threading"]
+           "s3rver", "sigv4_proxy"]

@@ -31,6 +31,7 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 AUTH_RE = re.compile(
     r"AWS4-HMAC-SHA256 Credential=([^/,]+)/(\d{8})/([^/,]+)/s3/aws4_request,"
     r"\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})$")
@@ -113,8 +114,9 @@ class SigV4Proxy:
         for n in names:
             if headers.get(n) is None:
                 return f"signed header {n} absent"
-        if method == "GET" and headers.get("x-amz-content-sha256") != "UNSIGNED-PAYLOAD":
-            return "x-amz-content-sha256 is not UNSIGNED-PAYLOAD"
+        if method in ("GET", "HEAD") and headers.get("x-amz-content-sha256") not in (
+                "UNSIGNED-PAYLOAD", EMPTY_SHA256):
+            return "x-amz-content-sha256 is neither UNSIGNED-PAYLOAD nor empty"
         path, _, query = target.partition("?")
         if path != canonical_path(path):
             return f"path not in canonical encoding (want {canonical_path(path)})"
@@ -138,6 +140,7 @@ class SigV4Proxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else 40 ms stalls per reply
 
             def log_message(self, *args):
                 pass

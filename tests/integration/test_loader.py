@@ -40,5 +40,6 @@ def test_imagefolder_over_http(tmp_path, nginx, mount, listing):
     assert torch.equal(y_mnt, y_src)
     assert x_mnt.shape == x_src.shape == (15, 3, 40, 40)
     assert torch.equal(x_mnt, x_src), "decoded tensors differ"
+    # autoindex: the probe for an optional prestofs.manifest (404) counts as one
     s = m.stats()
-    assert s["origin"]["errors"] == 0
+    assert s["origin"]["errors"] <= (1 if listing == "autoindex" else 0), s

@@ -185,7 +185,8 @@ static void test_huge_element(void **state)
 	struct pfs_s3list *p;
 
 	(void)state;
-	assert_non_null(doc);
+	if (!doc)
+		abort(); /* assert_non_null() is not noreturn for gcc */
 	/* Exactly at the limit: accepted. */
 	w = doc + sprintf(doc, HEAD "<Contents><Key>");
 	memset(w, 'k', n - 1);
@@ -264,7 +265,7 @@ static void test_raw_control_bytes(void **state)
 	(void)state;
 	/* A server ignoring encoding-type=url sends a key's control bytes raw
 	 * (invalid XML): the page parses, the byte becomes 0x7f. */
-	assert_int_equal(parse(HEAD "<Contents><Key>a\x01b\x1f</Key><Size>1</Size>"
+	assert_int_equal(parse(HEAD "<Contents><Key>a\x01" "b\x1f</Key><Size>1</Size>"
 			       "</Contents><Contents><Key>ok\tt</Key><Size>2"
 			       "</Size></Contents>" TAIL, 3, &p), 0);
 	assert_int_equal(pfs_s3list_count(p), 2);

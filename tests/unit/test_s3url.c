@@ -111,16 +111,20 @@ static void test_list(void **state)
 	char *u;
 
 	(void)state;
-	u = pfs_s3url_list("http://h/b", "", NULL, NULL, 0);
+	u = pfs_s3url_list("http://h/b", "", NULL, NULL, NULL, 0);
 	assert_string_equal(u, "http://h/b?encoding-type=url&list-type=2");
 	free(u);
 	/* Parameters in SigV4 order; '/', '+', '=' and ' ' encoded. */
 	u = pfs_s3url_list("https://b.h", "data set/x+y/", "/",
-			   "1ueGcx/LPRx+1Tr==", 7);
+			   "1ueGcx/LPRx+1Tr==", NULL, 7);
 	assert_string_equal(u, "https://b.h?continuation-token=1ueGcx%2FLPRx"
 			       "%2B1Tr%3D%3D&delimiter=%2F&encoding-type=url&"
 			       "list-type=2&max-keys=7&prefix=data%20set%2Fx"
 			       "%2By%2F");
+	free(u);
+	u = pfs_s3url_list("http://h/b", "p/", NULL, NULL, "p/k~1 ", 0);
+	assert_string_equal(u, "http://h/b?encoding-type=url&list-type=2&"
+			       "prefix=p%2F&start-after=p%2Fk~1%20");
 	free(u);
 }
 

@@ -1,4 +1,5 @@
-"""DelayProxy: runs bench/delayproxy.py (a TCP delay line) as a subprocess.
+"""DelayProxy: runs bench/delayproxy.py (a TCP delay line) as a subprocess,
+or a compiled bench/delayproxy.c (same interface) when `program` is given.
 
     with DelayProxy(upstream_port, delay_ms=10) as p:
         url = p.url            # http://127.0.0.1:PORT/
@@ -18,10 +19,11 @@ SCRIPT = REPO_ROOT / "bench" / "delayproxy.py"
 
 
 class DelayProxy:
-    def __init__(self, upstream_port, delay_ms=10.0, python="/usr/bin/python3"):
+    def __init__(self, upstream_port, delay_ms=10.0, program=None, python="/usr/bin/python3"):
         self.upstream_port = upstream_port
         self.delay_ms = delay_ms
-        self.python = python if os.path.exists(python) else sys.executable
+        python = python if os.path.exists(python) else sys.executable
+        self.argv = (os.environ.get("DP_WRAP","").split() + [str(program)]) if program else [python, str(SCRIPT)]
         self.proc = None
         self.port = None
 
@@ -31,7 +33,7 @@ class DelayProxy:
 
     def start(self, timeout=10.0):
         self.proc = subprocess.Popen(
-            [self.python, str(SCRIPT), "--upstream", f"127.0.0.1:{self.upstream_port}",
+            self.argv + ["--upstream", f"127.0.0.1:{self.upstream_port}",
              "--delay-ms", str(self.delay_ms)],
             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
         line = self._readline(timeout)

@@ -1,0 +1,518 @@
+/* test_options.c - fs/options.h: defaults, every key through
+ * pfs_opts_set(), and command lines in both the mount order
+ * (-o a,b ORIGIN MNT) and mount.fuse3's order (ORIGIN MNT -o a,b). The
+ * mountpoint is a real temporary directory, since parsing resolves it
+ * with realpath(). */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fuse_lowlevel.h>
+#include <cmocka.h>
+
+#include "../../fs/options.h"
+
+/* Real path of the temporary mountpoint, and a spelling of it that
+ * realpath() has to clean up. */
+static char mnt[PATH_MAX];
+static char mnt_messy[PATH_MAX + 16];
+
+static int group_setup(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/pfs-test-options-XXXXXX";
+	if (!mkdtemp(tmpl))
+		return -1;
+	if (!realpath(tmpl, mnt))
+		return -1;
+	snprintf(mnt_messy, sizeof(mnt_messy), "%s/./", tmpl);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	return rmdir(mnt);
+}
+
+/* ---- pfs_opts_init / pfs_opts_set ------------------------------------ */
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct pfs_opts o;
+	memset(&o, 0xa5, sizeof(o));
+	pfs_opts_init(&o);
+	assert_null(o.origin);
+	assert_null(o.mountpoint);
+	assert_int_equal(o.foreground, 0);
+	assert_int_equal(o.debug, 0);
+	assert_int_equal(o.show_help, 0);
+	assert_int_equal(o.show_version, 0);
+	assert_true(o.ram_size == 1ull << 30);
+	assert_true(o.block_size == 1ull << 20);
+	assert_true(o.timeout == 10.0);
+	assert_int_equal(o.retries, 5);
+	assert_null(o.manifest);
+	assert_null(o.endpoint);
+	assert_null(o.region);
+	assert_int_equal(o.s3_path_style, 0);
+	assert_int_equal(o.max_threads, 256);
+	assert_int_equal(o.allow_other, 0);
+	assert_int_equal(o.default_permissions, 0);
+	pfs_opts_finish(&o);
+	assert_null(o.origin);
+}
+
+static void set_ok(struct pfs_opts *o, const char *key, const char *value)
+{
+	char err[256] = "";
+	int rc = pfs_opts_set(o, key, value, err, sizeof(err));
+	if (rc != 0)
+		fail_msg("set %s=%s: %d (%s)", key, value ? value : "(flag)", rc, err);
+}
+
+static void set_bad(const char *key, const char *value, int rc_want)
+{
+	struct pfs_opts o;
+	pfs_opts_init(&o);
+	struct pfs_opts before = o;
+	char err[256] = "";
+	int rc = pfs_opts_set(&o, key, value, err, sizeof(err));
+	if (rc != rc_want)
+		fail_msg("set %s=%s: %d, want %d", key, value ? value : "(flag)", rc, rc_want);
+	/* The message names the key, quoted. */
+	char quoted[96];
+	snprintf(quoted, sizeof(quoted), "'%s'", key);
+	if (!strstr(err, quoted))
+		fail_msg("set %s=%s: error '%s' does not name %s", key,
+			 value ? value : "(flag)", err, quoted);
+	/* And nothing changed. */
+	assert_memory_equal(&o, &before, sizeof(o));
+	pfs_opts_finish(&o);
+}
+
+static void test_each_key(void **state)
+{
+	(void)state;
+	struct pfs_opts o;
+	pfs_opts_init(&o);
+	set_ok(&o, "ram_size", "64M");
+	assert_true(o.ram_size == 64ull << 20);
+	set_ok(&o, "ram_size", "0");
+	assert_true(o.ram_size == 0);
+	set_ok(&o, "ram_size", "2GiB");
+	assert_true(o.ram_size == 2ull << 30);
+	set_ok(&o, "block_size", "512K");
+	assert_true(o.block_size == 512ull << 10);
+	set_ok(&o, "block_size", "4096");      /* lower bound */
+	assert_true(o.block_size == 4096);
+	set_ok(&o, "block_size", "64M");       /* upper bound */
+	assert_true(o.block_size == 64ull << 20);
+	set_ok(&o, "timeout", "2.5");
+	assert_true(o.timeout == 2.5);
+	set_ok(&o, "timeout", "0.001");
+	assert_true(o.timeout == 0.001);
+	set_ok(&o, "retries", "0");
+	assert_int_equal(o.retries, 0);
+	set_ok(&o, "retries", "100");
+	assert_int_equal(o.retries, 100);
+	set_ok(&o, "max_threads", "1");
+	assert_int_equal(o.max_threads, 1);
+	set_ok(&o, "max_threads", "100000");
+	assert_int_equal(o.max_threads, 100000);
+	set_ok(&o, "manifest", "https://h/set/prestofs.manifest");
+	assert_string_equal(o.manifest, "https://h/set/prestofs.manifest");
+	set_ok(&o, "manifest", "/local/m"); /* replaces (and frees) the old one */
+	assert_string_equal(o.manifest, "/local/m");
+	set_ok(&o, "endpoint", "http://127.0.0.1:9000");
+	assert_string_equal(o.endpoint, "http://127.0.0.1:9000");
+	set_ok(&o, "region", "eu-west-3");
+	assert_string_equal(o.region, "eu-west-3");
+	/* Flags: bare, or an explicit boolean. */
+	static const char *const flags[] = {"s3_path_style", "allow_other",
+					    "default_permissions"};
+	int *fields[] = {&o.s3_path_style, &o.allow_other, &o.default_permissions};
+	for (int i = 0; i < 3; i++) {
+		set_ok(&o, flags[i], NULL);
+		assert_int_equal(*fields[i], 1);
+		set_ok(&o, flags[i], "0");
+		assert_int_equal(*fields[i], 0);
+		set_ok(&o, flags[i], "true");
+		assert_int_equal(*fields[i], 1);
+		set_ok(&o, flags[i], "no");
+		assert_int_equal(*fields[i], 0);
+		set_ok(&o, flags[i], "yes");
+		assert_int_equal(*fields[i], 1);
+		set_ok(&o, flags[i], "false");
+		assert_int_equal(*fields[i], 0);
+		set_ok(&o, flags[i], "1");
+		assert_int_equal(*fields[i], 1);
+	}
+	pfs_opts_finish(&o);
+	assert_null(o.manifest);
+	assert_null(o.endpoint);
+	assert_null(o.region);
+}
+
+static void test_bad_values_name_the_key(void **state)
+{
+	(void)state;
+	set_bad("ram_size", "lots", -EINVAL);
+	set_bad("ram_size", "-1", -EINVAL);
+	set_bad("ram_size", "1Q", -EINVAL);
+	set_bad("ram_size", "99999999999T", -EINVAL);
+	set_bad("ram_size", "", -EINVAL);
+	set_bad("ram_size", NULL, -EINVAL);
+	set_bad("block_size", "4095", -EINVAL);   /* below 4 KiB */
+	set_bad("block_size", "1K", -EINVAL);
+	set_bad("block_size", "65M", -EINVAL);    /* above 64 MiB */
+	set_bad("block_size", "0", -EINVAL);
+	set_bad("timeout", "0", -EINVAL);         /* must be > 0 */
+	set_bad("timeout", "-1", -EINVAL);
+	set_bad("timeout", "ten", -EINVAL);
+	set_bad("timeout", "10s", -EINVAL);
+	set_bad("timeout", NULL, -EINVAL);
+	set_bad("retries", "101", -EINVAL);
+	set_bad("retries", "-1", -EINVAL);
+	set_bad("retries", "1.5", -EINVAL);
+	set_bad("retries", "", -EINVAL);
+	set_bad("max_threads", "0", -EINVAL);
+	set_bad("max_threads", "100001", -EINVAL);
+	set_bad("max_threads", "many", -EINVAL);
+	set_bad("manifest", "", -EINVAL);
+	set_bad("manifest", NULL, -EINVAL);
+	set_bad("endpoint", NULL, -EINVAL);
+	set_bad("region", "", -EINVAL);
+	set_bad("s3_path_style", "maybe", -EINVAL);
+	set_bad("allow_other", "2", -EINVAL);
+	set_bad("default_permissions", "", -EINVAL);
+	/* A bad size says what a size looks like. */
+	struct pfs_opts o;
+	pfs_opts_init(&o);
+	char err[256] = "";
+	assert_int_equal(pfs_opts_set(&o, "ram_size", "lots", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "lots"));
+	assert_non_null(strstr(err, "64M"));
+	pfs_opts_finish(&o);
+}
+
+static void test_unknown_key(void **state)
+{
+	(void)state;
+	set_bad("ramsize", "1G", -ENOENT);
+	set_bad("RAM_SIZE", "1G", -ENOENT);
+	set_bad("", "1", -ENOENT);
+	set_bad("origin", "/x", -ENOENT);
+	set_bad("mountpoint", "/x", -ENOENT);
+	set_bad("foreground", NULL, -ENOENT);
+}
+
+/* ---- pfs_opts_parse --------------------------------------------------- */
+
+struct cmdline {
+	int argc;
+	char *argv[32];
+};
+
+/* argv from a NULL-terminated list, "@MNT" and "@MESSY" standing for the
+ * temporary mountpoint. */
+static void mkargs(struct cmdline *c, const char *const *list)
+{
+	c->argc = 0;
+	for (; *list; list++) {
+		const char *a = *list;
+		if (!strcmp(a, "@MNT"))
+			a = mnt;
+		else if (!strcmp(a, "@MESSY"))
+			a = mnt_messy;
+		assert_true(c->argc < 31);
+		c->argv[c->argc] = strdup(a);
+		assert_non_null(c->argv[c->argc]);
+		c->argc++;
+	}
+	c->argv[c->argc] = NULL;
+}
+
+static void freeargs(struct cmdline *c)
+{
+	for (int i = 0; i < c->argc; i++)
+		free(c->argv[i]);
+}
+
+struct parsed {
+	struct pfs_opts o;
+	struct fuse_args fuse;
+	char err[512];
+	int rc;
+};
+
+static void parse(struct parsed *p, const char *const *list)
+{
+	struct cmdline c;
+	mkargs(&c, list);
+	pfs_opts_init(&p->o);
+	p->fuse = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
+	p->err[0] = '\0';
+	p->rc = pfs_opts_parse(&p->o, c.argc, c.argv, &p->fuse, p->err, sizeof(p->err));
+	/* The strings parse keeps are its own copies. */
+	freeargs(&c);
+}
+
+static void done(struct parsed *p)
+{
+	pfs_opts_finish(&p->o);
+	fuse_opt_free_args(&p->fuse);
+}
+
+static void expect_parse_ok(struct parsed *p, const char *const *list)
+{
+	parse(p, list);
+	if (p->rc != 0)
+		fail_msg("parse failed: %d (%s)", p->rc, p->err);
+}
+
+static void expect_parse_fails(const char *const *list, const char *needle)
+{
+	struct parsed p;
+	parse(&p, list);
+	if (p.rc != -EINVAL)
+		fail_msg("parse: rc %d, want -EINVAL (err '%s')", p.rc, p.err);
+	if (needle && !strstr(p.err, needle))
+		fail_msg("error '%s' does not contain '%s'", p.err, needle);
+	done(&p);
+}
+
+/* The arguments handed to libfuse, joined with '|'. */
+static void fuse_joined(const struct fuse_args *f, char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (int i = 0; i < f->argc; i++)
+		n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", i ? "|" : "",
+				      f->argv[i]);
+	assert_true(n < cap);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void check_common(struct parsed *p)
+{
+	assert_string_equal(p->o.origin, "/data/set");
+	assert_string_equal(p->o.mountpoint, mnt);
+	assert_true(p->o.ram_size == 64ull << 20);
+	assert_true(p->o.block_size == 256ull << 10);
+	assert_int_equal(p->o.retries, 2);
+	assert_int_equal(p->o.allow_other, 1);
+	char j[1024];
+	fuse_joined(&p->fuse, j, sizeof(j));
+	assert_string_equal(j, "prestofs|-o|ro,subtype=prestofs,max_read=1048576|"
+			       "-o|fsname=/data/set,allow_other");
+}
+
+static void test_parse_mount_order(void **state)
+{
+	(void)state;
+	struct parsed p;
+	expect_parse_ok(&p, ARGS("prestofs", "-o", "ram_size=64M,block_size=256K",
+				 "-o", "retries=2,allow_other", "/data/set", "@MNT"));
+	check_common(&p);
+	assert_int_equal(p.o.foreground, 0);
+	done(&p);
+	/* Attached -oOPTS too. */
+	expect_parse_ok(&p, ARGS("prestofs", "-oram_size=64M,block_size=256K,retries=2",
+				 "-oallow_other", "/data/set", "@MNT"));
+	check_common(&p);
+	done(&p);
+}
+
+static void test_parse_mount_helper_order(void **state)
+{
+	(void)state;
+	/* mount.fuse3 runs: prestofs SOURCE MOUNTPOINT -o OPTS */
+	struct parsed p;
+	expect_parse_ok(&p, ARGS("prestofs", "/data/set", "@MNT", "-o",
+				 "ram_size=64M,block_size=256K,retries=2,allow_other"));
+	check_common(&p);
+	done(&p);
+	/* Options between the two positionals as well. */
+	expect_parse_ok(&p, ARGS("prestofs", "/data/set", "-o", "ram_size=64M,retries=2",
+				 "@MNT", "-o", "block_size=256K,allow_other"));
+	check_common(&p);
+	done(&p);
+}
+
+static void test_parse_fstab_generics(void **state)
+{
+	(void)state;
+	struct parsed p;
+	expect_parse_ok(&p, ARGS("prestofs", "s3://bkt/pre", "@MNT", "-o",
+				 "ro,rw,defaults,nofail,noauto,auto,_netdev,user,users,nouser,"
+				 "owner,group,exec,noexec,suid,nosuid,dev,nodev,atime,noatime,"
+				 "relatime,nodiratime,sync,async,comment=anything,"
+				 "x-systemd.automount,x-systemd.idle-timeout=60,"
+				 "x-systemd.requires=network-online.target,"
+				 "x-systemd.mount-timeout=30s,x-gvfs-hide,"
+				 "region=eu-west-1,s3_path_style"));
+	assert_string_equal(p.o.origin, "s3://bkt/pre");
+	assert_string_equal(p.o.region, "eu-west-1");
+	assert_int_equal(p.o.s3_path_style, 1);
+	/* Generic options change nothing of ours. */
+	assert_true(p.o.ram_size == 1ull << 30);
+	assert_int_equal(p.o.allow_other, 0);
+	char j[1024];
+	fuse_joined(&p.fuse, j, sizeof(j));
+	/* ...nor reach libfuse: the mount is read-only whatever fstab says. */
+	assert_null(strstr(j, "rw"));
+	assert_null(strstr(j, "x-systemd"));
+	assert_null(strstr(j, "noatime"));
+	assert_string_equal(j, "prestofs|-o|ro,subtype=prestofs,max_read=1048576|"
+			       "-o|fsname=s3://bkt/pre");
+	done(&p);
+}
+
+static void test_parse_flags(void **state)
+{
+	(void)state;
+	struct parsed p;
+	expect_parse_ok(&p, ARGS("prestofs", "-f", "/o", "@MNT"));
+	assert_int_equal(p.o.foreground, 1);
+	assert_int_equal(p.o.debug, 0);
+	char j[1024];
+	fuse_joined(&p.fuse, j, sizeof(j));
+	assert_null(strstr(j, "-d"));
+	done(&p);
+
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "@MNT", "-d"));
+	assert_int_equal(p.o.debug, 1);
+	assert_int_equal(p.o.foreground, 1); /* -d implies -f */
+	fuse_joined(&p.fuse, j, sizeof(j));
+	assert_string_equal(j, "prestofs|-o|ro,subtype=prestofs,max_read=1048576|"
+			       "-o|fsname=/o|-d");
+	done(&p);
+
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "@MNT", "-o", "debug"));
+	assert_int_equal(p.o.debug, 1);
+	assert_int_equal(p.o.foreground, 1);
+	done(&p);
+
+	expect_parse_ok(&p, ARGS("prestofs", "-o", "default_permissions,allow_other",
+				 "/o", "@MNT"));
+	fuse_joined(&p.fuse, j, sizeof(j));
+	assert_string_equal(j, "prestofs|-o|ro,subtype=prestofs,max_read=1048576|"
+			       "-o|fsname=/o,allow_other,default_permissions");
+	done(&p);
+}
+
+static void test_parse_help_version(void **state)
+{
+	(void)state;
+	static const char *const help[] = {"-h", "--help"};
+	static const char *const version[] = {"-V", "--version"};
+	struct parsed p;
+	for (int i = 0; i < 2; i++) {
+		/* No ORIGIN or MOUNTPOINT needed. */
+		expect_parse_ok(&p, ARGS("prestofs", help[i]));
+		assert_int_equal(p.o.show_help, 1);
+		assert_int_equal(p.o.show_version, 0);
+		done(&p);
+		expect_parse_ok(&p, ARGS("prestofs", version[i]));
+		assert_int_equal(p.o.show_version, 1);
+		assert_int_equal(p.o.show_help, 0);
+		done(&p);
+		/* Alongside a full command line too. */
+		expect_parse_ok(&p, ARGS("prestofs", "/o", "@MNT", help[i]));
+		assert_int_equal(p.o.show_help, 1);
+		done(&p);
+	}
+}
+
+static void test_parse_mountpoint_resolved(void **state)
+{
+	(void)state;
+	struct parsed p;
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "@MESSY"));
+	assert_string_equal(p.o.mountpoint, mnt);
+	done(&p);
+	/* A relative mountpoint becomes absolute. */
+	char cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(mnt), 0);
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "."));
+	assert_int_equal(chdir(cwd), 0);
+	assert_string_equal(p.o.mountpoint, mnt);
+	done(&p);
+}
+
+static void test_parse_errors(void **state)
+{
+	(void)state;
+	/* Missing operands. */
+	expect_parse_fails(ARGS("prestofs"), "usage");
+	expect_parse_fails(ARGS("prestofs", "/o"), "usage");
+	expect_parse_fails(ARGS("prestofs", "-o", "ram_size=1G", "/o"), "usage");
+	expect_parse_fails(ARGS("prestofs", "-f", "/o"), "usage");
+	/* One too many. */
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "extra"), "extra");
+	/* A mountpoint that does not exist. */
+	expect_parse_fails(ARGS("prestofs", "/o", "/nonexistent/pfs-mnt"), "/nonexistent/pfs-mnt");
+	/* Unknown options are named, whether -o or dashed. */
+	expect_parse_fails(ARGS("prestofs", "-o", "bogus=1", "/o", "@MNT"), "'bogus'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o", "ro,frobnicate"),
+			   "'frobnicate'");
+	expect_parse_fails(ARGS("prestofs", "-x", "/o", "@MNT"), "'-x'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "--bogus"), "'--bogus'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o",
+				"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa=1"),
+			   "unknown option 'aaaa");
+	/* Bad values name their key, in either order. */
+	expect_parse_fails(ARGS("prestofs", "-o", "ram_size=lots", "/o", "@MNT"), "'ram_size'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o", "timeout=0"), "'timeout'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o", "retries"), "'retries'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o", "allow_other=perhaps"),
+			   "'allow_other'");
+	/* The first error wins; later good options do not clear it. */
+	expect_parse_fails(ARGS("prestofs", "-o", "block_size=1,ram_size=1G", "/o", "@MNT"),
+			   "'block_size'");
+	/* -o with nothing after it. */
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o"), NULL);
+}
+
+static void test_parse_fsname_escaped(void **state)
+{
+	(void)state;
+	/* An origin with a comma must not split the -o list libfuse gets. */
+	struct parsed p;
+	expect_parse_ok(&p, ARGS("prestofs", "/data/a,b", "@MNT"));
+	assert_string_equal(p.o.origin, "/data/a,b");
+	char j[1024];
+	fuse_joined(&p.fuse, j, sizeof(j));
+	assert_string_equal(j, "prestofs|-o|ro,subtype=prestofs,max_read=1048576|"
+			       "-o|fsname=/data/a\\,b");
+	done(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_each_key),
+		cmocka_unit_test(test_bad_values_name_the_key),
+		cmocka_unit_test(test_unknown_key),
+		cmocka_unit_test(test_parse_mount_order),
+		cmocka_unit_test(test_parse_mount_helper_order),
+		cmocka_unit_test(test_parse_fstab_generics),
+		cmocka_unit_test(test_parse_flags),
+		cmocka_unit_test(test_parse_help_version),
+		cmocka_unit_test(test_parse_mountpoint_resolved),
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_fsname_escaped),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
