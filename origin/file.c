@@ -140,7 +140,7 @@ static int file_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 {
 	struct file_origin *fo = (struct file_origin *)o;
 	if (fo->manifest) {
-		char *buf;
+		char *buf = NULL;
 		size_t len = 0;
 		int rc = read_whole(fo->manifest, MANIFEST_CAP, &buf, &len);
 		if (rc < 0) {

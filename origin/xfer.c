@@ -51,6 +51,7 @@ struct req {
 	size_t body_cap, limit;
 	size_t got;
 	int overflow;
+	long status;          /* of the last status line seen */
 	char content_range[128];
 	char etag[PFS_ETAG_MAX];
 	int etag_bad;
@@ -186,6 +187,10 @@ static size_t on_body(char *data, size_t sz, size_t nmemb, void *p)
 {
 	struct req *r = p;
 	size_t n = sz * nmemb;
+	/* An error page (404, 503...) is not data: drop it whatever its size,
+	 * so the status decides the outcome. */
+	if (r->status < 200 || r->status > 299)
+		return n;
 	if (r->kind == REQ_RANGE) {
 		if (n > r->want - r->got) {
 			r->overflow = 1;
@@ -240,6 +245,8 @@ static size_t on_header(char *line, size_t sz, size_t nmemb, void *p)
 	char tmp[64];
 	/* A new status line (redirect, 100-continue) starts a new header set. */
 	if (n > 5 && !strncmp(line, "HTTP/", 5)) {
+		const char *sp = memchr(line, ' ', n);
+		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
 		r->content_range[0] = r->etag[0] = '\0';
 		r->etag_bad = 0;
 		r->retry_after = -1;
@@ -302,11 +309,18 @@ static void backoff(int attempt, double retry_after)
 		;
 }
 
-/* Strips the query string (it may carry signatures) for log messages. */
+/* For log messages: drops the userinfo (user:password@) and the query
+ * string (it may carry signatures). */
 static void log_url(const char *url, char *out, size_t cap)
 {
-	size_t n = strcspn(url, "?");
-	snprintf(out, cap, "%.*s", (int)(n > 200 ? 200 : n), url);
+	const char *host = strstr(url, "://");
+	host = host ? host + 3 : url;
+	size_t hl = strcspn(host, "/?#");
+	const char *at = memchr(host, '@', hl);
+	size_t sl = (size_t)(host - url);
+	const char *rest = at ? at + 1 : host;
+	size_t n = strcspn(rest, "?#");
+	snprintf(out, cap, "%.*s%.*s", (int)sl, url, (int)(n > 200 ? 200 : n), rest);
 }
 
 /* Checks a finished range attempt. Returns 0, -EAGAIN (retry), or a final
@@ -407,6 +421,7 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 		if (!h)
 			return -ENOMEM;
 		r->got = 0;
+		r->status = 0;
 		r->overflow = 0;
 		r->retry_after = -1;
 		setup(x, h, url, r);
