@@ -27,27 +27,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* `prestofs index`: writes a directory only when it turns out empty, i.e.
- * when the next entry is not inside it (the walk is depth-first, sorted). */
-struct index_ctx {
-	FILE *out;
-	char pending[4096]; /* last directory seen, not yet known non-empty */
-	int rc;
-};
-
+/* `prestofs index`: every directory gets a line of its own (with its
+ * mtime), so empty directories survive and directory times are exact. */
 static int index_entry(void *p, const char *path, int is_dir, uint64_t size,
 		       int64_t mtime, const char *etag)
 {
-	struct index_ctx *c = p;
-	size_t pl = strlen(c->pending);
-	if (pl && !(strncmp(path, c->pending, pl) == 0 && path[pl] == '/'))
-		pfs_manifest_write_entry(c->out, c->pending, 1, 0, 0, NULL);
-	c->pending[0] = '\0';
-	if (is_dir) {
-		snprintf(c->pending, sizeof(c->pending), "%s", path);
-		return 0;
-	}
-	return pfs_manifest_write_entry(c->out, path, 0, size, mtime, etag);
+	return pfs_manifest_write_entry(p, path, is_dir, size, mtime, etag);
 }
 
 static int cmd_index(int argc, char **argv)
@@ -60,11 +45,8 @@ static int cmd_index(int argc, char **argv)
 	struct pfs_origin *o;
 	if (pfs_origin_create(argv[2], &oo, &o) < 0)
 		return 1;
-	struct index_ctx c = {.out = stdout};
 	printf("%s\n", PFS_MANIFEST_MAGIC);
-	int rc = pfs_origin_list(o, index_entry, &c);
-	if (rc == 0 && c.pending[0])
-		rc = pfs_manifest_write_entry(stdout, c.pending, 1, 0, 0, NULL);
+	int rc = pfs_origin_list(o, index_entry, stdout);
 	pfs_origin_destroy(o);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = -EIO;
