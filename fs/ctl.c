@@ -19,13 +19,49 @@
 
 #define SNAP_CAP 65536
 
-enum { CTL_DIR, CTL_STATS, CTL__COUNT };
+enum { CTL_DIR, CTL_STATS, CTL_METRICS, CTL__COUNT };
+
+#define MAX_SOURCES 8
+static struct source {
+	pfs_ctl_stats_fn fn;
+	void *ctx;
+} sources[MAX_SOURCES]; /* set before the mount, read-only afterwards */
+static int nsources;
+
+void pfs_ctl_add_stats_source(pfs_ctl_stats_fn fn, void *ctx)
+{
+	if (nsources < MAX_SOURCES)
+		sources[nsources++] = (struct source){fn, ctx};
+}
+
+static void collect(struct pfs_stat_list *l)
+{
+	l->n = 0;
+	pfs_stats_collect(l);
+	for (int i = 0; i < nsources; i++)
+		sources[i].fn(sources[i].ctx, l);
+}
+
+static size_t render_json(char *buf, size_t cap)
+{
+	struct pfs_stat_list l;
+	collect(&l);
+	return pfs_stats_render_json(&l, buf, cap);
+}
+
+static size_t render_metrics(char *buf, size_t cap)
+{
+	struct pfs_stat_list l;
+	collect(&l);
+	return pfs_stats_render_prometheus(&l, buf, cap);
+}
 
 static const struct ctl_file {
 	const char *name;
 	size_t (*render)(char *buf, size_t cap);
 } files[CTL__COUNT] = {
-	[CTL_STATS] = {"stats", pfs_stats_json},
+	[CTL_STATS] = {"stats", render_json},
+	[CTL_METRICS] = {"metrics", render_metrics},
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,4 +1,5 @@
 /* ctl.h - the hidden control tree MOUNT/.prestofs/ (like ZFS's .zfs):
+ * `stats` (JSON) and `metrics` (Prometheus text) render the same values;
  * never listed in the mount root, reachable by path. A dataset entry named
  * ".prestofs" in the root is shadowed by it.
  *
@@ -17,6 +18,12 @@
 #define PFS_CTL_INO_DIR PFS_CTL_INO_BASE
 
 static inline int pfs_ctl_is(uint64_t ino) { return ino >= PFS_CTL_INO_BASE; }
+
+struct pfs_stat_list;
+/* Adds the values of another module to the stats and metrics files. Call
+ * before mounting; fn runs on FUSE threads, at every render. */
+typedef void (*pfs_ctl_stats_fn)(void *ctx, struct pfs_stat_list *l);
+void pfs_ctl_add_stats_source(pfs_ctl_stats_fn fn, void *ctx);
 
 /* Entry `name` in control directory `dir_ino`: 0 and its inode, or -ENOENT. */
 int pfs_ctl_lookup(uint64_t dir_ino, const char *name, uint64_t *ino);

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "ftable.h"
 #include "../origin/origin.h"
 #include "../origin/manifest.h"
@@ -21,6 +23,7 @@
 struct node {
 	uint64_t size;
 	int64_t mtime;
+	uint64_t fp;         /* listing fingerprint: size, mtime, listing ETag */
 	uint32_t parent;
 	uint32_t name_off;   /* into names */
 	uint32_t child_off;  /* directories: first index into children */
@@ -128,6 +131,17 @@ static uint32_t hash_find(const struct pfs_ftable *ft, uint32_t parent, const ch
 	return UINT32_MAX;
 }
 
+uint64_t pfs_ftable_fingerprint(uint64_t size, int64_t mtime, const char *etag)
+{
+	char buf[16 + PFS_ETAG_MAX];
+	size_t el = etag ? strnlen(etag, PFS_ETAG_MAX - 1) : 0;
+	memcpy(buf, &size, 8);
+	memcpy(buf + 8, &mtime, 8);
+	if (el)
+		memcpy(buf + 16, etag, el);
+	return XXH3_64bits(buf, 16 + el);
+}
+
 static int new_node(struct pfs_ftable *ft, uint32_t parent, const char *name, size_t len,
 		    int is_dir, uint64_t size, int64_t mtime, uint32_t *out)
 {
@@ -181,7 +195,9 @@ int pfs_ftable_add(void *ctx, const char *path, int is_dir, uint64_t size,
 		   int64_t mtime, const char *etag)
 {
 	struct pfs_ftable *ft = ctx;
-	(void)etag; /* informational only: never used as a validator */
+	/* The listing's ETag is never sent as a validator; it only takes part
+	 * in the fingerprint that says whether a persistent cache entry still
+	 * belongs to this object. */
 	if (!ft->hash || !pfs_path_valid(path))
 		return -EINVAL;
 	uint32_t cur = PFS_FTABLE_ROOT;
@@ -216,6 +232,8 @@ int pfs_ftable_add(void *ctx, const char *path, int is_dir, uint64_t size,
 		int rc = new_node(ft, cur, c, len, is_dir, size, mtime, &i);
 		if (rc == 0 && is_dir)
 			ft->explicit_dir[i] = 1;
+		else if (rc == 0)
+			ft->nodes[i].fp = pfs_ftable_fingerprint(size, mtime, etag);
 		return rc;
 	}
 }
@@ -326,7 +344,7 @@ int pfs_ftable_get(const struct pfs_ftable *ft, uint32_t node, struct pfs_fnode 
 	if (node >= ft->n)
 		return -ENOENT;
 	const struct node *n = &ft->nodes[node];
-	*info = (struct pfs_fnode){.size = n->size, .mtime = n->mtime,
+	*info = (struct pfs_fnode){.size = n->size, .mtime = n->mtime, .fp = n->fp,
 				   .parent = n->parent, .is_dir = n->is_dir};
 	return 0;
 }

@@ -5,7 +5,7 @@
  * finish); after pfs_ftable_finish() the table is immutable except for each
  * file's validator, and every query is thread-safe without locks.
  *
- * Memory after finish: 40 bytes per node plus its name and NUL, plus a
+ * Memory after finish: 52 bytes per node plus its name and NUL, plus a
  * validator string for files that were read (see docs/ARCHITECTURE.md).
  */
 #ifndef PFS_FTABLE_H
@@ -22,6 +22,7 @@ struct pfs_ftable;
 struct pfs_fnode {
 	uint64_t size;  /* bytes; 0 for directories */
 	int64_t mtime;  /* unix seconds */
+	uint64_t fp;    /* files: pfs_ftable_fingerprint() of the listing entry */
 	uint32_t parent;
 	int is_dir;
 };
@@ -39,6 +40,10 @@ int pfs_ftable_add(void *ft, const char *path, int is_dir, uint64_t size,
 /* Sorts directories and frees build-time state. Call once, after the last
  * add and before any query. */
 int pfs_ftable_finish(struct pfs_ftable *ft);
+
+/* 64-bit hash of a listing entry's size, mtime and listing ETag (NULL ok):
+ * equal fingerprints mean "the same object version" across mounts. */
+uint64_t pfs_ftable_fingerprint(uint64_t size, int64_t mtime, const char *etag);
 
 uint32_t pfs_ftable_count(const struct pfs_ftable *ft);
 uint64_t pfs_ftable_total_bytes(const struct pfs_ftable *ft);

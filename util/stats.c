@@ -1,15 +1,12 @@
 /* stats.c - see stats.h. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "stats.h"
 
 struct pfs_stats pfs_stats;
 
-static const char *const op_names[PFS_OP__COUNT] = {
-	"lookup", "getattr", "open", "read", "release", "opendir", "readdir",
-	"readdirplus", "releasedir", "statfs", "getxattr", "listxattr",
-	"forget", "write_denied",
-};
 
 void pfs_stats_inflight_begin(void)
 {
@@ -25,6 +22,41 @@ void pfs_stats_inflight_end(void)
 	pfs_stat_sub(origin_inflight, 1);
 }
 
+static const char *const op_keys[PFS_OP__COUNT] = {
+	"fuse.lookup", "fuse.getattr", "fuse.open", "fuse.read", "fuse.release",
+	"fuse.opendir", "fuse.readdir", "fuse.readdirplus", "fuse.releasedir",
+	"fuse.statfs", "fuse.getxattr", "fuse.listxattr", "fuse.forget",
+	"fuse.write_denied",
+};
+
+void pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
+		       int is_gauge)
+{
+	if (l->n < sizeof(l->kv) / sizeof(l->kv[0]))
+		l->kv[l->n++] = (struct pfs_stat_kv){name, value, is_gauge};
+}
+
+void pfs_stats_collect(struct pfs_stat_list *l)
+{
+#define C(name, f) pfs_stat_list_add(l, name, (double)pfs_stat_get(f), 0)
+#define G(name, f) pfs_stat_list_add(l, name, (double)pfs_stat_get(f), 1)
+	C("origin.requests", origin_requests);
+	C("origin.bytes", origin_bytes);
+	C("origin.errors", origin_errors);
+	C("origin.retries", origin_retries);
+	G("origin.inflight", origin_inflight);
+	G("origin.inflight_max", origin_inflight_max);
+	C("ram.hits", ram_hits);
+	C("ram.misses", ram_misses);
+	G("ram.bytes", ram_bytes);
+	C("ram.evictions", ram_evictions);
+	C("coalesced", coalesced);
+	for (int i = 0; i < PFS_OP__COUNT; i++)
+		C(op_keys[i], ops[i]);
+#undef C
+#undef G
+}
+
 /* Appends to buf while keeping track of the would-be length. */
 #define APPEND(...)                                                          \
 	do {                                                                 \
@@ -34,23 +66,81 @@ void pfs_stats_inflight_end(void)
 			len += (size_t)n_;                                   \
 	} while (0)
 
-size_t pfs_stats_json(char *buf, size_t cap)
+static int cmp_kv(const void *a, const void *b)
 {
-	size_t len = 0;
-#define G(f) (unsigned long long)pfs_stat_get(f)
-	APPEND("{\n  \"origin\": {\"requests\": %llu, \"bytes\": %llu, \"errors\": %llu, "
-	       "\"retries\": %llu, \"inflight\": %llu, \"inflight_max\": %llu},\n",
-	       G(origin_requests), G(origin_bytes), G(origin_errors),
-	       G(origin_retries), G(origin_inflight), G(origin_inflight_max));
-	APPEND("  \"ram\": {\"hits\": %llu, \"misses\": %llu, \"bytes\": %llu, "
-	       "\"evictions\": %llu},\n",
-	       G(ram_hits), G(ram_misses), G(ram_bytes), G(ram_evictions));
-	APPEND("  \"coalesced\": %llu,\n  \"fuse\": {", G(coalesced));
-	for (int i = 0; i < PFS_OP__COUNT; i++)
-		APPEND("%s\"%s\": %llu", i ? ", " : "", op_names[i], G(ops[i]));
-	APPEND("}\n}\n");
-#undef G
+	return strcmp(((const struct pfs_stat_kv *)a)->name,
+		      ((const struct pfs_stat_kv *)b)->name);
+}
+
+static void sorted(const struct pfs_stat_list *l, struct pfs_stat_list *out)
+{
+	*out = *l;
+	qsort(out->kv, out->n, sizeof(out->kv[0]), cmp_kv);
+}
+
+static size_t finish(char *buf, size_t cap, size_t len)
+{
 	if (cap)
 		buf[len < cap ? len : cap - 1] = '\0';
 	return len < cap ? len : cap - 1;
+}
+
+/* Number formatting: integers print without a fraction. */
+static void fmt_num(double v, char *out, size_t cap)
+{
+	if (v == (double)(long long)v)
+		snprintf(out, cap, "%lld", (long long)v);
+	else
+		snprintf(out, cap, "%.6g", v);
+}
+
+size_t pfs_stats_render_json(const struct pfs_stat_list *l, char *buf, size_t cap)
+{
+	struct pfs_stat_list s;
+	sorted(l, &s);
+	size_t len = 0;
+	char open[64] = ""; /* the group now open, "" for none */
+	APPEND("{");
+	for (size_t i = 0; i < s.n; i++) {
+		const char *name = s.kv[i].name;
+		const char *dot = strchr(name, '.');
+		size_t gl = dot ? (size_t)(dot - name) : 0;
+		int same = gl && strlen(open) == gl && !strncmp(open, name, gl);
+		if (open[0] && !same) {
+			APPEND("}");
+			open[0] = '\0';
+		}
+		APPEND("%s\n  ", i ? "," : "");
+		if (gl && !same) {
+			snprintf(open, sizeof(open), "%.*s", (int)gl, name);
+			APPEND("\"%s\": {", open);
+		}
+		char num[64];
+		fmt_num(s.kv[i].value, num, sizeof(num));
+		APPEND("\"%s\": %s", gl ? dot + 1 : name, num);
+	}
+	if (open[0])
+		APPEND("}");
+	APPEND("\n}\n");
+	return finish(buf, cap, len);
+}
+
+size_t pfs_stats_render_prometheus(const struct pfs_stat_list *l, char *buf, size_t cap)
+{
+	struct pfs_stat_list s;
+	sorted(l, &s);
+	size_t len = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		char metric[96];
+		snprintf(metric, sizeof(metric), "prestofs_%s%s", s.kv[i].name,
+			 s.kv[i].is_gauge ? "" : "_total");
+		for (char *c = metric; *c; c++)
+			if (*c == '.')
+				*c = '_';
+		char num[64];
+		fmt_num(s.kv[i].value, num, sizeof(num));
+		APPEND("# TYPE %s %s\n%s %s\n", metric, s.kv[i].is_gauge ? "gauge" : "counter",
+		       metric, num);
+	}
+	return finish(buf, cap, len);
 }

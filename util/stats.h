@@ -1,7 +1,7 @@
 /* stats.h - process-wide counters, updated lock-free from any thread.
  *
  * One global instance (pfs_stats). Counters only ever grow, except the
- * gauges marked as such. Rendered as JSON by pfs_stats_json().
+ * gauges marked as such. Rendered by the control files (fs/ctl.c).
  */
 #ifndef PFS_STATS_H
 #define PFS_STATS_H
@@ -42,8 +42,29 @@ extern struct pfs_stats pfs_stats;
 void pfs_stats_inflight_begin(void);
 void pfs_stats_inflight_end(void);
 
-/* Renders all counters as a JSON object into buf (NUL-terminated, truncated
- * to cap). Returns the length written. Nested members: origin.requests ... */
-size_t pfs_stats_json(char *buf, size_t cap);
+/* A flat list of named values ("origin.requests"), gathered from several
+ * modules and rendered as JSON (nested by the dots) or Prometheus text. */
+struct pfs_stat_kv {
+	const char *name; /* dotted; static storage */
+	double value;
+	int is_gauge;     /* Prometheus type: gauge, else counter */
+};
+
+struct pfs_stat_list {
+	struct pfs_stat_kv kv[128];
+	size_t n;
+};
+
+/* Appends one value (silently dropped when the list is full). */
+void pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
+		       int is_gauge);
+/* Appends this module's counters (origin.*, ram.*, coalesced, fuse.*). */
+void pfs_stats_collect(struct pfs_stat_list *l);
+
+/* Render a list sorted by name into buf (NUL-terminated, truncated to
+ * cap); return the length written. JSON nests on the dots:
+ * {"origin": {"requests": 1, ...}, ...}. Prometheus: prestofs_origin_requests. */
+size_t pfs_stats_render_json(const struct pfs_stat_list *l, char *buf, size_t cap);
+size_t pfs_stats_render_prometheus(const struct pfs_stat_list *l, char *buf, size_t cap);
 
 #endif

@@ -1,0 +1,1 @@
+/* tiers.c - placeholder, being written. */
