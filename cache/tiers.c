@@ -1,1 +1,0 @@
-/* tiers.c - placeholder, being written. */
