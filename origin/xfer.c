@@ -270,6 +270,10 @@ static void setup(struct pfs_xfer *x, CURL *h, const char *url, struct req *r)
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(x->timeout * 1000));
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(x->timeout * 1000));
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* The shared connection cache is trimmed to each handle's limit (5 by
+	 * default) when a transfer ends: with many transfers at once that
+	 * closed nearly every connection instead of reusing it. */
+	curl_easy_setopt(h, CURLOPT_MAXCONNECTS, 1024L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);

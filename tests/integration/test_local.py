@@ -7,6 +7,7 @@ import re
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,14 @@ def test_every_byte_and_tree(dataset, mount):
     compare_tree(dataset, m.path, mtime="s")
 
 
-def test_mtime_nanoseconds(dataset, mount):
-    """A local origin knows st_mtim to the nanosecond: the mount must not
-    round it (make, rsync --modify-window=0 and cache keys compare it)."""
+def test_mtime_whole_seconds(dataset, mount):
+    """Every origin's listing carries whole seconds (the manifest's unit, and
+    all HTTP and S3 give): a local origin's mtimes are exact to the second,
+    with no fraction (documented in prestofs(1))."""
     m = mount(dataset)
-    compare_tree(dataset, m.path, mtime="ns")
+    compare_tree(dataset, m.path, mtime="s")
+    for rel in ("tiny.txt", "blk-plus-1.bin"):
+        assert os.stat(m.path / rel).st_mtime_ns % 1_000_000_000 == 0
 
 
 def test_file_url_origin(dataset, mount):
@@ -373,3 +377,37 @@ def test_stats_json_is_strict(dataset, mount):
     raw = read_all(m.path / ".prestofs" / "stats")
     doc = json.loads(raw)        # strict JSON: no trailing commas, NaN, etc.
     assert isinstance(doc, dict)
+
+
+def _pids_with_arg(arg):
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if os.fsencode(arg) in argv:
+                pids.append(int(d))
+    return pids
+
+
+def test_daemon_mode(dataset, tmp_path, prestofs_bin):
+    """Without -f: the command returns once mounted; unmounting ends the daemon."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run([str(prestofs_bin), str(dataset), str(mnt), "-o", "ram_size=64M"],
+                       capture_output=True, timeout=30)
+    pids = _pids_with_arg(str(mnt))
+    try:
+        assert r.returncode == 0, r.stderr
+        assert is_mounted(mnt), "not mounted when the command returned"
+        assert len(pids) == 1, pids
+        assert read_all(mnt / "blk-plus-1.bin") == (dataset / "blk-plus-1.bin").read_bytes()
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", str(mnt)], capture_output=True, timeout=30)
+    deadline = time.monotonic() + 10
+    while pids and time.monotonic() < deadline and _pids_with_arg(str(mnt)):
+        time.sleep(0.05)
+    assert not _pids_with_arg(str(mnt)), "daemon still running after unmount"
