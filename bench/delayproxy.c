@@ -61,6 +61,9 @@ struct conn {
 	int dead;
 	struct dir up, down; /* client->upstream, upstream->client */
 	uint32_t cev, uev;  /* registered epoll events */
+	int cdel, udel;     /* fd taken out of epoll after HUP/ERR (level-
+			     * triggered HUP would otherwise spin until the
+			     * delayed EOF is delivered) */
 };
 
 static int epfd;
@@ -117,12 +120,12 @@ static void update(struct conn *c)
 {
 	uint32_t ce = want(c, c->cfd), ue = want(c, c->ufd);
 	struct epoll_event e = {.data.ptr = c};
-	if (ce != c->cev) {
+	if (ce != c->cev && !c->cdel) {
 		e.events = ce;
 		epoll_ctl(epfd, EPOLL_CTL_MOD, c->cfd, &e);
 		c->cev = ce;
 	}
-	if (ue != c->uev) {
+	if (ue != c->uev && !c->udel) {
 		e.events = ue;
 		e.data.ptr = (char *)c + 1; /* tag: upstream fd */
 		epoll_ctl(epfd, EPOLL_CTL_MOD, c->ufd, &e);
@@ -380,8 +383,17 @@ int main(int argc, char **argv)
 					c->connected = 1;
 				}
 				service(c);
+				if (!c->dead && (evs[i].events & (EPOLLHUP | EPOLLERR))) {
+					epoll_ctl(epfd, EPOLL_CTL_DEL, c->ufd, NULL);
+					c->udel = 1;
+				}
 			} else {
-				service((struct conn *)p);
+				struct conn *c = p;
+				service(c);
+				if (!c->dead && (evs[i].events & (EPOLLHUP | EPOLLERR))) {
+					epoll_ctl(epfd, EPOLL_CTL_DEL, c->cfd, NULL);
+					c->cdel = 1;
+				}
 			}
 		}
 		/* Deliver whatever fell due (no reads: those wait for EPOLLIN),

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from helpers.compare import compare_bytes, compare_tree, read_all
+from helpers.compare import compare_bytes, compare_tree, list_files, read_all
 from helpers.manifest import NAME as MANIFEST_NAME, write_manifest
 from helpers.mount import Mount, MountError
 
@@ -132,3 +132,63 @@ def test_coalescing(dataset, tmp_path, nginx, delay_proxy, mount):
     assert reqs == 1, f"origin.requests +{reqs} (nginx saw +{log1 - log0}); stats {s1}"
     assert log1 - log0 == 1, ng.requests_for(rel)
     assert s1["coalesced"] > s0["coalesced"], (s0, s1)
+
+
+def test_connection_reuse(dataset, tmp_path, nginx, delay_proxy, mount):
+    """8 readers, origin 10 ms away: the daemon keeps about one connection
+    per concurrent request instead of opening one per request (a new
+    connection costs a round trip, several with TLS)."""
+    src = tmp_path / "served"
+    shutil.copytree(dataset, src, copy_function=shutil.copy2)
+    write_manifest(src)
+    ng = nginx(src, autoindex=False)
+    px = delay_proxy(ng.port, delay_ms=5)
+    m = mount(px.url)
+    files = list_files(src)
+    threads = 8
+    bad = []
+
+    def reader(k):
+        for rel in files[k::threads]:
+            if read_all(m.path / rel) != (src / rel).read_bytes():
+                bad.append(rel)
+
+    ts = [threading.Thread(target=reader, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    assert not any(t.is_alive() for t in ts), "readers hung"
+    assert not bad, bad
+    reqs, conns = ng.connections()
+    assert reqs >= len(files)
+    assert conns <= threads + 4, (f"{conns} TCP connections for {reqs} requests from "
+                                  f"{threads} readers: connections are not reused")
+
+
+def test_small_cache_concurrent(dataset, tmp_path, nginx, mount):
+    """64 KiB blocks, a 1 MiB RAM budget, 8 readers: constant eviction while
+    fetches are in flight; every byte still right."""
+    src = tmp_path / "served"
+    shutil.copytree(dataset, src, copy_function=shutil.copy2)
+    write_manifest(src)
+    ng = nginx(src, autoindex=False)
+    m = mount(ng.url, {"block_size": "64K", "ram_size": "1M", "timeout": 2.5})
+    files = list_files(src)
+    bad = []
+
+    def reader(k):
+        for rel in files[k:] + files[:k]:
+            if read_all(m.path / rel) != (src / rel).read_bytes():
+                bad.append(rel)
+
+    ts = [threading.Thread(target=reader, args=(k * 5,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(180)
+    assert not any(t.is_alive() for t in ts), "readers hung"
+    assert not bad, bad[:10]
+    s = m.stats()
+    assert s["ram"]["evictions"] > 0 and s["ram"]["bytes"] <= 1 << 20, s
+    assert s["origin"]["errors"] == 0, s

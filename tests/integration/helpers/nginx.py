@@ -76,7 +76,9 @@ pid {w}/nginx.pid;
 error_log {w}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{
-    access_log {w}/access.log;
+    log_format pfs '$remote_addr [$time_local] "$request" $status $body_bytes_sent '
+                   'conn=$connection creq=$connection_requests';
+    access_log {w}/access.log pfs;
     client_body_temp_path {w}/tmp/client;
     proxy_temp_path {w}/tmp/proxy;
     fastcgi_temp_path {w}/tmp/fastcgi;
@@ -172,6 +174,14 @@ http {{
             return []
         return [l for l in self.access_log.read_text(errors="replace").splitlines()
                 if urlpath_fragment in l]
+
+    def connections(self):
+        """(requests logged, distinct TCP connections they used)."""
+        if not self.access_log.exists():
+            return 0, 0
+        lines = self.access_log.read_text(errors="replace").splitlines()
+        conns = {l.rsplit("conn=", 1)[1].split()[0] for l in lines if "conn=" in l}
+        return len(lines), len(conns)
 
     def __enter__(self):
         return self.start()

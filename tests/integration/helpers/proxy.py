@@ -23,7 +23,7 @@ class DelayProxy:
         self.upstream_port = upstream_port
         self.delay_ms = delay_ms
         python = python if os.path.exists(python) else sys.executable
-        self.argv = (os.environ.get("DP_WRAP","").split() + [str(program)]) if program else [python, str(SCRIPT)]
+        self.argv = [str(program)] if program else [python, str(SCRIPT)]
         self.proc = None
         self.port = None
 
