@@ -10,7 +10,8 @@
  *     epoch 1: 0, the cache starts cold). PASS/FAIL per row against the
  *     acceptance criteria: minio/epoch fetch (1-f) N blocks per epoch
  *     within 1% in every epoch from 2 on; lru's hit rate is within 2
- *     points of its formula in every epoch from 2 on.
+ *     points of its formula in every epoch from 2 on (for N >= 10000;
+ *     2 * sqrt(10000 / N) points below, as the spread grows).
  *  2. The same with a prefetcher running L files ahead (epoch vs lru):
  *     epoch keeps its resident set and stages the rest.
  *  3. resident = any/small/large with variable file sizes (minio): hit
@@ -154,12 +155,18 @@ static void table_policies(uint32_t n, uint32_t epochs, uint64_t seed)
 	for (uint32_t i = 0; i < n; i++)
 		size[i] = bs;
 	static const enum pfs_policy pols[] = {PFS_POLICY_LRU, PFS_POLICY_MINIO, PFS_POLICY_EPOCH};
+	/* LRU's hit rate per epoch is random, with a spread ~ 1/sqrt(N):
+	 * 2 points at the default N = 10000, wider for smaller traces. */
+	double lru_tol = n >= 10000 ? 0.02 : 0.02 * sqrt(10000.0 / n);
 	printf("## 1. Hit rate per epoch: %u single-block files, %u epochs, seed %llu\n\n",
 	       n, epochs, (unsigned long long)seed);
 	printf("Expected: epoch 1 = 0 (cold); from epoch 2, lru = f + (1-f) ln(1-f), "
 	       "minio/epoch = f (the optimum).\n");
 	printf("origin/ep = origin requests per epoch, worst epoch >= 2; "
-	       "expected = (1 - expected hit) N.\n\n");
+	       "expected = (1 - expected hit) N.\n");
+	printf("check (f = 10..90%%): minio/epoch origin/ep within 1%% of expected in every "
+	       "epoch >= 2; lru hit within %.1f points of expected in every epoch >= 2.\n\n",
+	       100 * lru_tol);
 	printf("| policy | f | hit %% per epoch 1..%u | expected hit %% | origin/ep (worst) | expected | check |\n",
 	       epochs);
 	printf("|---|---|---|---|---|---|---|\n");
@@ -193,7 +200,7 @@ static void table_policies(uint32_t n, uint32_t epochs, uint64_t seed)
 					worst = r.origin[e];
 				}
 				if (pols[p] == PFS_POLICY_LRU)
-					ok &= fabs(h - want) <= 0.02;
+					ok &= fabs(h - want) <= lru_tol;
 				else
 					ok &= dev <= 0.01 * want_origin + 0.5;
 			}

@@ -1,10 +1,28 @@
 /* bcache.c - see bcache.h.
  *
- * Each shard has its own lock, hash chain table, LRU list and share of the
- * budget; a key always maps to the same shard. Entry states:
- *   FILLING -> READY   (fill succeeded; now in the LRU and counted)
- *   FILLING -> removed (fill failed; waiters get the error)
- * An entry is freed when it is out of the table and its refcount is 0.
+ * Each shard has its own lock, hash chains, a list of its resident blocks
+ * (in LRU order under lru), a FIFO of its staged blocks, and for
+ * resident=small/large a heap of its resident blocks with the one to
+ * replace first on top. A key always maps to the same shard.
+ *
+ * Entry states and places (both guarded by the shard lock):
+ *   FILLING, in the table, NOWHERE -> the fill runs, unlocked; waiters
+ *                                     sleep on the shard's condition
+ *   -> READY and RESIDENT or STAGED  (admitted: counted, in a list)
+ *   -> READY and NOWHERE             (not admitted: out of the table,
+ *                                     freed at the last put)
+ *   -> FAILED                        (out of the table; waiters get err)
+ * A RESIDENT or STAGED block leaves the table only with refs == 0 (LRU or
+ * small/large replacement, a staged block after its read, a stale staged
+ * block), so nobody ever holds a freed block.
+ *
+ * The budget is global: admission reserves the block's bytes on one atomic
+ * counter (c->bytes, c->staged) with a compare-and-swap that never passes
+ * the cap, so the total is never exceeded whatever the shards do. When the
+ * reservation fails the policy may free bytes by evicting from the same
+ * shard only (one lock at a time, no lock order to get wrong): a shard's
+ * share of the budget is thus fixed once the cache is full, which is why
+ * shards hold at least MIN_SHARD_BLOCKS blocks.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,33 +32,60 @@
 #include "bcache.h"
 #include "../util/stats.h"
 
+#define MIN_SHARD_BLOCKS 128
+#define MAX_SHARDS 64
+
 enum state { FILLING, READY, FAILED };
+enum place { NOWHERE, RESIDENT, STAGED };
 
 struct pfs_block {
-	uint64_t ino, idx;
+	uint64_t ino, idx, obj_size;
 	size_t len;
 	char *data;
 	int refs;             /* guarded by the shard lock */
 	enum state state;     /* guarded by the shard lock */
+	enum place place;     /* guarded by the shard lock */
 	int err;              /* FAILED: the fill's error */
-	int in_table;
-	struct pfs_block *hnext;             /* hash chain */
-	struct pfs_block *lru_prev, *lru_next; /* READY entries only */
+	int in_table;         /* guarded by the shard lock */
+	int demand;           /* a reader (not a prefetch) got it; shard lock */
+	uint64_t stage_epoch; /* STAGED: epoch it was staged in */
+	size_t heap_pos;      /* RESIDENT, small/large: index in the heap */
+	struct pfs_block *hnext;      /* hash chain */
+	struct pfs_block *prev, *next; /* RESIDENT: lru list; STAGED: staged list */
 };
 
 struct shard {
 	pthread_mutex_t lock;
-	pthread_cond_t filled; /* broadcast when any fill ends */
-	struct pfs_block **table;
+	pthread_cond_t filled;   /* broadcast when any fill ends */
+	struct pfs_block **table; /* guarded by lock, as all below */
 	size_t nbuckets;
-	struct pfs_block lru;  /* sentinel: lru.lru_next is the most recent */
-	uint64_t bytes, budget;
+	struct pfs_block lru;    /* sentinel: lru.next is the most recent */
+	struct pfs_block staged; /* sentinel: staged.next is the newest */
+	struct pfs_block **heap; /* small/large: heap[0] is replaced first */
+	size_t heap_len, heap_cap;
+};
+
+struct counters {                /* all atomic */
+	uint64_t admitted, replaced, refused, staged, stage_used, stage_stale;
+	uint64_t prefetch_fills, resident_blocks, staged_blocks;
 };
 
 struct pfs_bcache {
 	struct shard *shards;
 	unsigned nshards;
+	enum pfs_policy policy;
+	enum pfs_resident resident;
+	uint64_t budget, stage_budget;
+	uint64_t bytes;          /* atomic: resident bytes reserved */
+	uint64_t staged_bytes;   /* atomic: staged bytes reserved */
+	uint64_t epoch;          /* atomic */
+	int full;                /* atomic: a resident reservation has failed */
+	struct counters n;
 };
+
+#define ADD(c, field, v) __atomic_add_fetch(&(c)->n.field, (v), __ATOMIC_RELAXED)
+#define SUB(c, field, v) __atomic_sub_fetch(&(c)->n.field, (v), __ATOMIC_RELAXED)
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
 static uint64_t mix(uint64_t ino, uint64_t idx)
 {
@@ -50,14 +95,45 @@ static uint64_t mix(uint64_t ino, uint64_t idx)
 	return h ^ (h >> 29);
 }
 
-int pfs_bcache_create(uint64_t budget, size_t block_size, struct pfs_bcache **out)
+static void list_init(struct pfs_block *sentinel)
 {
+	sentinel->next = sentinel->prev = sentinel;
+}
+
+static void list_unlink(struct pfs_block *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+}
+
+static void list_push(struct pfs_block *sentinel, struct pfs_block *e)
+{
+	e->next = sentinel->next;
+	e->prev = sentinel;
+	sentinel->next->prev = e;
+	sentinel->next = e;
+}
+
+int pfs_bcache_create(const struct pfs_bcache_opts *o, struct pfs_bcache **out)
+{
+	if ((unsigned)o->policy > PFS_POLICY_EPOCH || (unsigned)o->resident > PFS_RESIDENT_LARGE)
+		return -EINVAL;
 	struct pfs_bcache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	/* At least 16 blocks per shard, at most 64 shards. */
-	uint64_t n = block_size ? budget / (16 * (uint64_t)block_size) : 1;
-	c->nshards = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+	c->policy = o->policy;
+	c->resident = o->policy == PFS_POLICY_LRU ? PFS_RESIDENT_ANY : o->resident;
+	c->budget = o->budget;
+	c->stage_budget = o->policy == PFS_POLICY_EPOCH ? o->stage_budget : 0;
+	c->epoch = 1;
+	uint64_t bs = o->block_size ? o->block_size : 1;
+	uint64_t blocks = o->budget / bs;
+	uint64_t n = blocks / MIN_SHARD_BLOCKS;
+	c->nshards = n < 1 ? 1 : n > MAX_SHARDS ? MAX_SHARDS : (unsigned)n;
+	/* About one entry per bucket when full, within [256, 1M]. */
+	uint64_t want = (blocks + c->stage_budget / bs) / c->nshards, nb = 256;
+	while (nb < want && nb < (1u << 20))
+		nb <<= 1;
 	c->shards = calloc(c->nshards, sizeof(*c->shards));
 	if (!c->shards) {
 		free(c);
@@ -67,10 +143,10 @@ int pfs_bcache_create(uint64_t budget, size_t block_size, struct pfs_bcache **ou
 		struct shard *s = &c->shards[i];
 		pthread_mutex_init(&s->lock, NULL);
 		pthread_cond_init(&s->filled, NULL);
-		s->nbuckets = 4096;
+		list_init(&s->lru);
+		list_init(&s->staged);
+		s->nbuckets = (size_t)nb;
 		s->table = calloc(s->nbuckets, sizeof(*s->table));
-		s->lru.lru_next = s->lru.lru_prev = &s->lru;
-		s->budget = budget / c->nshards;
 		if (!s->table) {
 			c->nshards = i + 1;
 			pfs_bcache_destroy(c);
@@ -91,7 +167,7 @@ void pfs_bcache_destroy(struct pfs_bcache *c)
 			struct pfs_block *e = s->table[b];
 			while (e) {
 				struct pfs_block *next = e->hnext;
-				if (e->state == READY)
+				if (e->place != NOWHERE)
 					pfs_stat_sub(ram_bytes, e->len);
 				free(e->data);
 				free(e);
@@ -99,6 +175,7 @@ void pfs_bcache_destroy(struct pfs_bcache *c)
 			}
 		}
 		free(s->table);
+		free(s->heap);
 		pthread_mutex_destroy(&s->lock);
 		pthread_cond_destroy(&s->filled);
 	}
@@ -111,49 +188,186 @@ static struct shard *shard_of(struct pfs_bcache *c, uint64_t h)
 	return &c->shards[(h >> 48) % c->nshards];
 }
 
-static void unlink_table(struct shard *s, struct pfs_block *e, uint64_t h)
+static void unlink_table(struct shard *s, struct pfs_block *e)
 {
-	struct pfs_block **pp = &s->table[h % s->nbuckets];
+	struct pfs_block **pp = &s->table[mix(e->ino, e->idx) % s->nbuckets];
 	while (*pp != e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
 	e->in_table = 0;
 }
 
-static void lru_unlink(struct pfs_block *e)
+/* Adds n to *ctr unless that would pass cap. */
+static int reserve(uint64_t *ctr, uint64_t n, uint64_t cap)
 {
-	e->lru_prev->lru_next = e->lru_next;
-	e->lru_next->lru_prev = e->lru_prev;
+	uint64_t cur = __atomic_load_n(ctr, __ATOMIC_RELAXED);
+	do {
+		if (n > cap || cur > cap - n)
+			return 0;
+	} while (!__atomic_compare_exchange_n(ctr, &cur, cur + n, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return 1;
 }
 
-static void lru_push(struct shard *s, struct pfs_block *e)
+/* ---- the small/large heap: a max-heap on key() ------------------------- */
+
+/* Higher keys are replaced first. */
+static uint64_t key(const struct pfs_bcache *c, const struct pfs_block *e)
 {
-	e->lru_next = s->lru.lru_next;
-	e->lru_prev = &s->lru;
-	s->lru.lru_next->lru_prev = e;
-	s->lru.lru_next = e;
+	return c->resident == PFS_RESIDENT_SMALL ? e->obj_size : UINT64_MAX - e->obj_size;
 }
 
-/* Evicts unreferenced blocks from the cold end until within budget.
- * Returns blocks to free after unlocking (chained through hnext). */
-static struct pfs_block *evict(struct shard *s)
+static void heap_set(struct shard *s, size_t i, struct pfs_block *e)
 {
-	struct pfs_block *victims = NULL;
-	struct pfs_block *e = s->lru.lru_prev;
-	while (s->bytes > s->budget && e != &s->lru) {
-		struct pfs_block *prev = e->lru_prev;
-		if (e->refs == 0) {
-			lru_unlink(e);
-			unlink_table(s, e, mix(e->ino, e->idx));
-			s->bytes -= e->len;
-			pfs_stat_sub(ram_bytes, e->len);
-			pfs_stat_add(ram_evictions, 1);
-			e->hnext = victims;
-			victims = e;
-		}
-		e = prev;
+	s->heap[i] = e;
+	e->heap_pos = i;
+}
+
+static void heap_fix(const struct pfs_bcache *c, struct shard *s, size_t i)
+{
+	struct pfs_block *e = s->heap[i];
+	while (i > 0 && key(c, s->heap[(i - 1) / 2]) < key(c, e)) {
+		heap_set(s, i, s->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
 	}
-	return victims;
+	for (;;) {
+		size_t l = 2 * i + 1, big = i;
+		uint64_t kbig = key(c, e);
+		if (l < s->heap_len && key(c, s->heap[l]) > kbig)
+			big = l, kbig = key(c, s->heap[l]);
+		if (l + 1 < s->heap_len && key(c, s->heap[l + 1]) > kbig)
+			big = l + 1;
+		if (big == i)
+			break;
+		heap_set(s, i, s->heap[big]);
+		i = big;
+	}
+	heap_set(s, i, e);
+}
+
+static int heap_push(const struct pfs_bcache *c, struct shard *s, struct pfs_block *e)
+{
+	if (s->heap_len == s->heap_cap) {
+		size_t cap = s->heap_cap ? 2 * s->heap_cap : 64;
+		struct pfs_block **h = realloc(s->heap, cap * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		s->heap = h;
+		s->heap_cap = cap;
+	}
+	heap_set(s, s->heap_len++, e);
+	heap_fix(c, s, e->heap_pos);
+	return 0;
+}
+
+static void heap_remove(const struct pfs_bcache *c, struct shard *s, struct pfs_block *e)
+{
+	size_t i = e->heap_pos;
+	struct pfs_block *last = s->heap[--s->heap_len];
+	if (last != e) {
+		heap_set(s, i, last);
+		heap_fix(c, s, i);
+	}
+}
+
+static int ranked(const struct pfs_bcache *c)
+{
+	return c->resident != PFS_RESIDENT_ANY;
+}
+
+/* ---- admission and dropping (shard lock held) ------------------------ */
+
+/* Takes an admitted, unreferenced block out of the cache; chains it on
+ * *victims to be freed once the lock is released. */
+static void drop(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
+		 struct pfs_block **victims)
+{
+	unlink_table(s, e);
+	list_unlink(e);
+	if (e->place == RESIDENT) {
+		if (ranked(c))
+			heap_remove(c, s, e);
+		__atomic_sub_fetch(&c->bytes, e->len, __ATOMIC_RELAXED);
+		SUB(c, resident_blocks, 1);
+	} else {
+		__atomic_sub_fetch(&c->staged_bytes, e->len, __ATOMIC_RELAXED);
+		SUB(c, staged_blocks, 1);
+	}
+	pfs_stat_sub(ram_bytes, e->len);
+	e->place = NOWHERE;
+	e->hnext = *victims;
+	*victims = e;
+}
+
+/* The resident block to evict so that e may come in, or NULL. */
+static struct pfs_block *resident_victim(struct pfs_bcache *c, struct shard *s,
+					 const struct pfs_block *e)
+{
+	if (c->policy == PFS_POLICY_LRU) {
+		for (struct pfs_block *v = s->lru.prev; v != &s->lru; v = v->prev)
+			if (v->refs == 0)
+				return v;
+		return NULL;
+	}
+	/* minio and epoch: never replace, except to prefer smaller or larger
+	 * objects; strictly, so the set converges and then stays. A pinned
+	 * top is not worked around: the next block will try again. */
+	if (!ranked(c) || s->heap_len == 0)
+		return NULL;
+	struct pfs_block *v = s->heap[0];
+	return v->refs == 0 && key(c, v) > key(c, e) ? v : NULL;
+}
+
+/* Where a freshly filled block goes; reserves its bytes there. */
+static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
+			unsigned flags, struct pfs_block **victims)
+{
+	/* Once the cache has filled up, a ranked set takes a block into the
+	 * room left over by replacements only if it is no worse than the
+	 * worst block kept: else that room would churn between blocks that
+	 * are taken in, then replaced, every epoch. */
+	int worse = ranked(c) && __atomic_load_n(&c->full, __ATOMIC_RELAXED) &&
+		    s->heap_len && key(c, e) > key(c, s->heap[0]);
+	if (e->len <= c->budget && !worse) {
+		for (;;) {
+			if (reserve(&c->bytes, e->len, c->budget)) {
+				if (ranked(c) && heap_push(c, s, e) < 0) {
+					__atomic_sub_fetch(&c->bytes, e->len, __ATOMIC_RELAXED);
+					break;
+				}
+				list_push(&s->lru, e);
+				ADD(c, admitted, 1);
+				ADD(c, resident_blocks, 1);
+				return RESIDENT;
+			}
+			__atomic_store_n(&c->full, 1, __ATOMIC_RELAXED);
+			struct pfs_block *v = resident_victim(c, s, e);
+			if (!v)
+				break;
+			drop(c, s, v, victims);
+			ADD(c, replaced, 1);
+			pfs_stat_add(ram_evictions, 1);
+		}
+	}
+	if (!(flags & PFS_BCACHE_PREFETCH) || e->len > c->stage_budget)
+		return NOWHERE;
+	uint64_t epoch = __atomic_load_n(&c->epoch, __ATOMIC_RELAXED);
+	for (;;) {
+		if (reserve(&c->staged_bytes, e->len, c->stage_budget)) {
+			e->stage_epoch = epoch;
+			list_push(&s->staged, e);
+			ADD(c, staged, 1);
+			ADD(c, staged_blocks, 1);
+			return STAGED;
+		}
+		/* Room only from a block staged two epochs ago and never read. */
+		struct pfs_block *v = s->staged.prev;
+		if (v == &s->staged || v->refs || v->stage_epoch + 2 > epoch)
+			return NOWHERE;
+		drop(c, s, v, victims);
+		ADD(c, stage_stale, 1);
+		pfs_stat_add(ram_evictions, 1);
+	}
 }
 
 static void free_chain(struct pfs_block *e)
@@ -166,8 +380,45 @@ static void free_chain(struct pfs_block *e)
 	}
 }
 
+/* ---- get and put ------------------------------------------------------ */
+
+/* A reader found e in the table (lock held): wait for it, take it. */
+static int get_found(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
+		     unsigned flags, struct pfs_block **out)
+{
+	int demand = !(flags & PFS_BCACHE_PREFETCH);
+	e->refs++;
+	if (demand)
+		e->demand = 1;
+	if (e->state == FILLING) {
+		pfs_stat_add(coalesced, 1);
+		while (e->state == FILLING)
+			pthread_cond_wait(&s->filled, &s->lock);
+	}
+	if (e->state == READY) {
+		if (c->policy == PFS_POLICY_LRU && e->place == RESIDENT) {
+			list_unlink(e);
+			list_push(&s->lru, e);
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (demand)
+			pfs_stat_add(ram_hits, 1);
+		*out = e;
+		return 0;
+	}
+	int err = e->err;
+	int last = --e->refs == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (last) {
+		free(e->data);
+		free(e);
+	}
+	return err;
+}
+
 int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
-		   pfs_bcache_fill_fn fill, void *ctx, struct pfs_block **out)
+		   uint64_t obj_size, unsigned flags, pfs_bcache_fill_fn fill, void *ctx,
+		   struct pfs_block **out)
 {
 	uint64_t h = mix(ino, idx);
 	struct shard *s = shard_of(c, h);
@@ -175,41 +426,23 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	struct pfs_block *e = s->table[h % s->nbuckets];
 	while (e && !(e->ino == ino && e->idx == idx))
 		e = e->hnext;
-	if (e) {
-		e->refs++;
-		if (e->state == FILLING) {
-			pfs_stat_add(coalesced, 1);
-			while (e->state == FILLING)
-				pthread_cond_wait(&s->filled, &s->lock);
-		}
-		if (e->state == READY) {
-			lru_unlink(e);
-			lru_push(s, e);
-			pthread_mutex_unlock(&s->lock);
-			pfs_stat_add(ram_hits, 1);
-			*out = e;
-			return 0;
-		}
-		int err = e->err;
-		int last = --e->refs == 0;
-		pthread_mutex_unlock(&s->lock);
-		if (last) {
-			free(e->data);
-			free(e);
-		}
-		return err;
-	}
+	if (e)
+		return get_found(c, s, e, flags, out);
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		pthread_mutex_unlock(&s->lock);
 		return -ENOMEM;
 	}
-	*e = (struct pfs_block){.ino = ino, .idx = idx, .len = len, .refs = 1,
-				.state = FILLING, .in_table = 1};
+	*e = (struct pfs_block){.ino = ino, .idx = idx, .obj_size = obj_size, .len = len,
+				.refs = 1, .state = FILLING, .place = NOWHERE, .in_table = 1,
+				.demand = !(flags & PFS_BCACHE_PREFETCH)};
 	e->hnext = s->table[h % s->nbuckets];
 	s->table[h % s->nbuckets] = e;
 	pthread_mutex_unlock(&s->lock);
-	pfs_stat_add(ram_misses, 1);
+	if (flags & PFS_BCACHE_PREFETCH)
+		ADD(c, prefetch_fills, 1);
+	else
+		pfs_stat_add(ram_misses, 1);
 
 	int rc = (e->data = malloc(len ? len : 1)) ? fill(ctx, e->data, len) : -ENOMEM;
 
@@ -217,14 +450,17 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	pthread_mutex_lock(&s->lock);
 	if (rc == 0) {
 		e->state = READY;
-		lru_push(s, e);
-		s->bytes += len;
-		pfs_stat_add(ram_bytes, len);
-		victims = evict(s);
+		e->place = admit(c, s, e, flags, &victims);
+		if (e->place == NOWHERE) {
+			unlink_table(s, e);
+			ADD(c, refused, 1);
+		} else {
+			pfs_stat_add(ram_bytes, len);
+		}
 	} else {
 		e->state = FAILED;
 		e->err = rc;
-		unlink_table(s, e, h);
+		unlink_table(s, e);
 		e->refs--;
 	}
 	pthread_cond_broadcast(&s->filled);
@@ -244,14 +480,26 @@ void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b)
 {
 	if (!b)
 		return;
-	uint64_t h = mix(b->ino, b->idx);
-	struct shard *s = shard_of(c, h);
+	struct shard *s = shard_of(c, mix(b->ino, b->idx));
+	struct pfs_block *victims = NULL;
 	pthread_mutex_lock(&s->lock);
-	b->refs--;
-	/* Over budget only because readers held blocks: trim now. */
-	struct pfs_block *victims = s->bytes > s->budget ? evict(s) : NULL;
+	if (--b->refs == 0) {
+		if (b->place == STAGED && b->demand) {
+			/* Read in this epoch: it will not be read again. */
+			drop(c, s, b, &victims);
+			ADD(c, stage_used, 1);
+		} else if (b->place == NOWHERE && !b->in_table) {
+			b->hnext = NULL;
+			victims = b;
+		}
+	}
 	pthread_mutex_unlock(&s->lock);
 	free_chain(victims);
+}
+
+void pfs_bcache_set_epoch(struct pfs_bcache *c, uint64_t epoch)
+{
+	__atomic_store_n(&c->epoch, epoch, __ATOMIC_RELAXED);
 }
 
 const void *pfs_block_data(const struct pfs_block *b)
@@ -262,4 +510,24 @@ const void *pfs_block_data(const struct pfs_block *b)
 size_t pfs_block_len(const struct pfs_block *b)
 {
 	return b->len;
+}
+
+void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out)
+{
+	*out = (struct pfs_bcache_stats){
+		.budget = c->budget,
+		.resident_bytes = LOAD(&c->bytes),
+		.resident_blocks = LOAD(&c->n.resident_blocks),
+		.stage_budget = c->stage_budget,
+		.staged_bytes = LOAD(&c->staged_bytes),
+		.staged_blocks = LOAD(&c->n.staged_blocks),
+		.admitted = LOAD(&c->n.admitted),
+		.replaced = LOAD(&c->n.replaced),
+		.refused = LOAD(&c->n.refused),
+		.staged = LOAD(&c->n.staged),
+		.stage_used = LOAD(&c->n.stage_used),
+		.stage_stale = LOAD(&c->n.stage_stale),
+		.prefetch_fills = LOAD(&c->n.prefetch_fills),
+		.epoch = LOAD(&c->epoch),
+	};
 }

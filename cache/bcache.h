@@ -1,15 +1,34 @@
 /* bcache.h - the RAM block cache: fixed-size blocks of files, keyed by
- * (inode, block index), with a byte budget and fetch coalescing.
+ * (inode, block index), with a hard byte budget, a replacement policy and
+ * fetch coalescing.
  *
  * A miss calls the caller's fill function exactly once, whatever the
  * number of concurrent readers of that block: the others wait for it
  * (that is the "two readers, one origin request" rule). Blocks are handed
  * out reference-counted, so a reply can be sent straight from cache memory
- * without a copy. Evicted in LRU order when the budget is exceeded; blocks
- * still referenced are never freed under a reader.
+ * without a copy.
  *
- * Thread-safe; sharded so concurrent readers rarely share a lock. No lock
- * is held while fill runs.
+ * Admission. A filled block is offered to the policy (policy.h):
+ *  - lru: admitted, evicting least recently used blocks as needed;
+ *  - minio: admitted while the resident set has room, then never replaced
+ *    (resident=small/large: may replace a block of a larger/smaller
+ *    object, see policy.h);
+ *  - epoch: as minio; and a prefetch fill (PFS_BCACHE_PREFETCH) that finds
+ *    the resident set full goes to the staging area instead, where it stays
+ *    until a demand read has used it (dropped after that read's put), or
+ *    until it is stale (staged two epochs ago or more, never read) and the
+ *    space is wanted.
+ * A block that is not admitted is still handed to its reader and to every
+ * reader that waited for the same fill, then freed at the last put.
+ *
+ * Memory: resident (cached) bytes never exceed `budget`, staged bytes never
+ * exceed `stage_budget`, both enforced globally by atomic reservation.
+ * Blocks held by readers beyond that are only those not admitted, in flight.
+ *
+ * Thread-safe; sharded so concurrent readers rarely share a lock (fewer
+ * shards for small budgets, at least 128 blocks each: replacement runs
+ * within one shard, and a shard's share is then a stable fraction of the
+ * budget). No lock is held while fill runs.
  */
 #ifndef PFS_BCACHE_H
 #define PFS_BCACHE_H
@@ -17,26 +36,69 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy.h"
+
 struct pfs_bcache;
 struct pfs_block;
+
+struct pfs_bcache_opts {
+	uint64_t budget;          /* resident bytes held at most */
+	size_t block_size;        /* the largest block */
+	enum pfs_policy policy;
+	enum pfs_resident resident; /* minio and epoch only */
+	uint64_t stage_budget;    /* epoch: staged bytes held at most; in
+				   * addition to budget; 0: no staging */
+};
+
+/* Flags of pfs_bcache_get(). */
+#define PFS_BCACHE_PREFETCH 0x1u /* a prefetch, not a reader: not a read of
+				  * the block for the epoch rule, not counted
+				  * in ram_hits/ram_misses; may be staged */
 
 /* Fills buf with exactly len bytes; returns 0 or a negative errno. */
 typedef int (*pfs_bcache_fill_fn)(void *ctx, void *buf, size_t len);
 
-/* budget: bytes of block data held at most (blocks pinned by readers may
- * briefly exceed it). block_size: the largest block. */
-int pfs_bcache_create(uint64_t budget, size_t block_size, struct pfs_bcache **out);
+/* Copies what it needs of *opts. Returns 0, -EINVAL (unknown policy or
+ * resident value) or -ENOMEM. */
+int pfs_bcache_create(const struct pfs_bcache_opts *opts, struct pfs_bcache **out);
+/* All blocks must have been put. NULL allowed. */
 void pfs_bcache_destroy(struct pfs_bcache *c);
 
 /* Returns block (ino, idx) of length len in *out, filling it on a miss.
- * The caller releases it with pfs_bcache_put(). On failure returns the
- * fill's error (the failed block is not cached). */
+ * obj_size: size of the object (file) the block belongs to, used by
+ * resident=small/large. flags: 0 or PFS_BCACHE_PREFETCH. The caller
+ * releases the block with pfs_bcache_put() (a prefetcher may do so at
+ * once). On failure returns the fill's error (the failed block is not
+ * cached, and *out is not set). */
 int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
-		   pfs_bcache_fill_fn fill, void *ctx, struct pfs_block **out);
+		   uint64_t obj_size, unsigned flags, pfs_bcache_fill_fn fill, void *ctx,
+		   struct pfs_block **out);
+/* NULL allowed. The block must not be used afterwards. */
 void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b);
+
+/* Tells the cache the current epoch (epoch.h numbering, from 1): staged
+ * blocks record it and go stale two epochs later. Any thread. */
+void pfs_bcache_set_epoch(struct pfs_bcache *c, uint64_t epoch);
 
 /* Data of a block held by the caller; valid until pfs_bcache_put(). */
 const void *pfs_block_data(const struct pfs_block *b);
 size_t pfs_block_len(const struct pfs_block *b);
+
+/* Counters of this cache (pfs_stats has the process-wide ram_* ones). */
+struct pfs_bcache_stats {
+	uint64_t budget, resident_bytes, resident_blocks;
+	uint64_t stage_budget, staged_bytes, staged_blocks;
+	uint64_t admitted;        /* blocks admitted to the resident set */
+	uint64_t replaced;        /* resident blocks evicted to admit others */
+	uint64_t refused;         /* fills served but not cached */
+	uint64_t staged;          /* prefetch fills put in the staging area */
+	uint64_t stage_used;      /* staged blocks dropped after their read */
+	uint64_t stage_stale;     /* staged blocks dropped unread, stale */
+	uint64_t prefetch_fills;  /* fills run for PFS_BCACHE_PREFETCH gets */
+	uint64_t epoch;           /* as last set */
+};
+
+/* A snapshot (fields read one by one). Any thread. */
+void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out);
 
 #endif

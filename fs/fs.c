@@ -17,6 +17,8 @@
 #include "fs.h"
 #include "ftable.h"
 #include "../cache/bcache.h"
+#include "../cache/epoch.h"
+#include "../cache/ssd.h"
 #include "../origin/origin.h"
 #include "../util/log.h"
 #include "../util/stats.h"
@@ -28,6 +30,8 @@ struct pfs_fs {
 	struct pfs_ftable *ft;
 	struct pfs_origin *origin;
 	struct pfs_bcache *cache;
+	struct pfs_ssd *ssd;
+	struct pfs_epoch *epoch;
 	size_t block_size;
 	uid_t uid;
 	gid_t gid;
@@ -42,6 +46,8 @@ int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 	fs->ft = conf->ft;
 	fs->origin = conf->origin;
 	fs->cache = conf->cache;
+	fs->ssd = conf->ssd;
+	fs->epoch = conf->epoch;
 	fs->block_size = conf->block_size;
 	fs->uid = getuid();
 	fs->gid = getgid();
@@ -212,9 +218,28 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 struct fill_ctx {
 	struct pfs_fs *fs;
 	uint32_t node;
-	uint64_t size, off;
+	uint64_t size, off, fp;
 };
 
+/* The SSD tier's copy is usable only if it is of the same content version
+ * as everything else this mount has served of the file: its validator
+ * must match the one recorded (or becomes the recorded one). */
+static int fill_from_ssd(struct fill_ctx *c, const char *path, void *buf, size_t len)
+{
+	char etag[PFS_ETAG_MAX], ssd_etag[PFS_ETAG_MAX];
+	uint64_t blk = c->off / c->fs->block_size;
+	if (pfs_ssd_get(c->fs->ssd, path, blk, c->fp, buf, len, ssd_etag) < 0)
+		return -ENOENT;
+	pfs_ftable_etag(c->fs->ft, c->node, etag);
+	if (etag[0] && ssd_etag[0] && strcmp(etag, ssd_etag))
+		return -ESTALE;
+	if (ssd_etag[0])
+		pfs_ftable_set_etag(c->fs->ft, c->node, ssd_etag);
+	return 0;
+}
+
+/* A RAM miss: the SSD tier, else the origin (then written to the SSD tier
+ * at once, so an unmount or a crash loses nothing that was fetched). */
 static int fill_block(void *p, void *buf, size_t len)
 {
 	struct fill_ctx *c = p;
@@ -223,11 +248,16 @@ static int fill_block(void *p, void *buf, size_t len)
 	int rc = pfs_ftable_path(c->fs->ft, c->node, path, sizeof(path));
 	if (rc < 0)
 		return rc;
+	if (c->fs->ssd && fill_from_ssd(c, path, buf, len) == 0)
+		return 0;
 	pfs_ftable_etag(c->fs->ft, c->node, etag);
 	rc = pfs_origin_read(c->fs->origin, path, c->size, c->off, len, buf, etag);
-	if (rc == 0)
+	if (rc == 0) {
 		pfs_ftable_set_etag(c->fs->ft, c->node, etag);
-	else if (rc != -ESTALE)
+		if (c->fs->ssd)
+			pfs_ssd_put(c->fs->ssd, path, c->off / c->fs->block_size, c->fp,
+				    etag, buf, len);
+	} else if (rc != -ESTALE)
 		pfs_warn("read of '%s' at %llu failed: %s", path,
 			 (unsigned long long)c->off, strerror(-rc));
 	return rc;
@@ -265,6 +295,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
+	/* A read of a file's first byte starts a sample: it drives epoch
+	 * tracking (see cache/epoch.h); re-reads come from the page cache. */
+	if (start == 0) {
+		uint64_t e = pfs_epoch_note_read(fs->epoch, node);
+		pfs_bcache_set_epoch(fs->cache, e);
+	}
 	uint64_t end = info.size - start < size ? info.size : start + size;
 	uint64_t bs = fs->block_size;
 	uint64_t first = start / bs, last = (end - 1) / bs;
@@ -278,8 +314,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	for (uint64_t b = first; rc == 0 && b <= last; b++) {
 		uint64_t boff = b * bs;
 		size_t blen = (size_t)(info.size - boff < bs ? info.size - boff : bs);
-		struct fill_ctx c = {fs, node, info.size, boff};
-		rc = pfs_bcache_get(fs->cache, ino, b, blen, fill_block, &c, &blocks[got]);
+		struct fill_ctx c = {fs, node, info.size, boff, info.fp};
+		rc = pfs_bcache_get(fs->cache, ino, b, blen, info.size, 0, fill_block, &c,
+				    &blocks[got]);
 		if (rc < 0)
 			break;
 		uint64_t lo = start > boff ? start - boff : 0;

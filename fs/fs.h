@@ -15,13 +15,17 @@
 struct pfs_ftable;
 struct pfs_origin;
 struct pfs_bcache;
+struct pfs_ssd;
+struct pfs_epoch;
 struct fuse_lowlevel_ops;
 
-/* Borrowed, not owned: all three must outlive the fs. */
+/* Borrowed, not owned: all must outlive the fs. */
 struct pfs_fs_conf {
 	struct pfs_ftable *ft;
 	struct pfs_origin *origin;
 	struct pfs_bcache *cache;
+	struct pfs_ssd *ssd;   /* NULL: no SSD tier */
+	struct pfs_epoch *epoch;
 	size_t block_size;
 };
 

@@ -16,9 +16,13 @@
 #include "ftable.h"
 #include "options.h"
 #include "../cache/bcache.h"
+#include "../cache/ssd.h"
+#include "ctl.h"
 #include "../origin/manifest.h"
 #include "../origin/origin.h"
+#include "../cache/epoch.h"
 #include "../util/log.h"
+#include "../util/stats.h"
 
 static double now_s(void)
 {
@@ -57,6 +61,138 @@ static int cmd_index(int argc, char **argv)
 	return 0;
 }
 
+/* Listing into the file table; with an SSD tier, also into a manifest
+ * text kept there, so a remount can come up while the origin is down. */
+struct listing_tee {
+	struct pfs_ftable *ft;
+	FILE *copy; /* NULL: no copy */
+};
+
+static int tee_entry(void *p, const char *path, int is_dir, uint64_t size,
+		     int64_t mtime, const char *etag)
+{
+	struct listing_tee *t = p;
+	int rc = pfs_ftable_add(t->ft, path, is_dir, size, mtime, etag);
+	if (rc == 0 && t->copy)
+		rc = pfs_manifest_write_entry(t->copy, path, is_dir, size, mtime, etag);
+	return rc;
+}
+
+static int list_origin(const char *origin_str, const struct pfs_origin_opts *oo,
+		       struct pfs_ssd *ssd, struct pfs_ftable *ft)
+{
+	struct pfs_origin *o;
+	int rc = pfs_origin_create(origin_str, oo, &o);
+	if (rc < 0)
+		return rc;
+	char *text = NULL;
+	size_t len = 0;
+	struct listing_tee t = {ft, ssd ? open_memstream(&text, &len) : NULL};
+	if (t.copy)
+		fprintf(t.copy, "%s\n", PFS_MANIFEST_MAGIC);
+	rc = pfs_origin_list(o, tee_entry, &t);
+	pfs_origin_destroy(o);
+	if (t.copy && fclose(t.copy) != 0 && rc == 0)
+		rc = -ENOMEM;
+	if (rc == 0 && ssd && pfs_ssd_save_listing(ssd, text, len) < 0)
+		pfs_warn("could not keep the listing in the SSD tier");
+	free(text);
+	return rc;
+}
+
+/* Loads the whole listing before the mount. With a listing saved in the SSD
+ * tier, the origin gets one attempt (one timeout), then the saved listing
+ * is used, with a warning: everything cached stays readable. */
+static int load_listing(const struct pfs_opts *o, const struct pfs_origin_opts *oo,
+			struct pfs_ssd *ssd, struct pfs_ftable **out)
+{
+	char *saved = NULL;
+	size_t saved_len = 0;
+	int have_saved = ssd && pfs_ssd_load_listing(ssd, &saved, &saved_len) == 0;
+	struct pfs_origin_opts probe = *oo;
+	if (have_saved)
+		probe.retries = 0;
+	struct pfs_ftable *ft = pfs_ftable_create();
+	if (!ft) {
+		free(saved);
+		return -ENOMEM;
+	}
+	int rc = list_origin(o->origin, &probe, ssd, ft);
+	if (rc < 0 && have_saved) {
+		pfs_warn("listing %s failed (%s): using the listing saved in %s",
+			 o->origin, strerror(-rc), o->ssd_dir);
+		pfs_ftable_destroy(ft);
+		char err[256];
+		rc = (ft = pfs_ftable_create()) ? 0 : -ENOMEM;
+		if (rc == 0)
+			rc = pfs_manifest_parse(saved, saved_len, pfs_ftable_add, ft, err, sizeof(err));
+		if (rc < 0)
+			pfs_err("the saved listing is unusable: %s", err);
+	}
+	free(saved);
+	if (rc == 0)
+		rc = pfs_ftable_finish(ft);
+	if (rc < 0) {
+		pfs_ftable_destroy(ft);
+		return rc;
+	}
+	*out = ft;
+	return 0;
+}
+
+static void ssd_stats_source(void *ctx, struct pfs_stat_list *l)
+{
+	struct pfs_ssd_stats s;
+	pfs_ssd_stats(ctx, &s);
+	pfs_stat_list_add(l, "ssd.hits", (double)s.hits, 0);
+	pfs_stat_list_add(l, "ssd.misses", (double)s.misses, 0);
+	pfs_stat_list_add(l, "ssd.bytes", (double)s.bytes, 1);
+	pfs_stat_list_add(l, "ssd.raw_bytes", (double)s.raw_bytes, 1);
+	pfs_stat_list_add(l, "ssd.entries", (double)s.entries, 1);
+	pfs_stat_list_add(l, "ssd.checksum_failures", (double)s.checksum_failures, 0);
+	pfs_stat_list_add(l, "ssd.evictions", (double)s.evictions, 0);
+	pfs_stat_list_add(l, "ssd.write_errors", (double)s.write_errors, 0);
+	pfs_stat_list_add(l, "ssd.queued", (double)s.queued, 1);
+	pfs_stat_list_add(l, "ssd.compressed_blocks", (double)s.compressed_blocks, 0);
+	pfs_stat_list_add(l, "ssd.disabled", (double)s.disabled, 1);
+}
+
+static void bcache_stats_source(void *ctx, struct pfs_stat_list *l)
+{
+	struct pfs_bcache_stats s;
+	pfs_bcache_stats(ctx, &s);
+	pfs_stat_list_add(l, "ram.budget", (double)s.budget, 1);
+	pfs_stat_list_add(l, "ram.resident_bytes", (double)s.resident_bytes, 1);
+	pfs_stat_list_add(l, "ram.staged_bytes", (double)s.staged_bytes, 1);
+	pfs_stat_list_add(l, "ram.admitted", (double)s.admitted, 0);
+	pfs_stat_list_add(l, "ram.replaced", (double)s.replaced, 0);
+	pfs_stat_list_add(l, "ram.refused", (double)s.refused, 0);
+}
+
+static void epoch_stats_source(void *ctx, struct pfs_stat_list *l)
+{
+	pfs_stat_list_add(l, "epoch.number", (double)pfs_epoch_current(ctx), 1);
+	pfs_stat_list_add(l, "epoch.files_read", (double)pfs_epoch_files_read(ctx), 1);
+}
+
+static int open_ssd(const struct pfs_opts *o, const char *origin_id, struct pfs_ssd **out)
+{
+	*out = NULL;
+	if (!o->ssd_dir)
+		return 0;
+	struct pfs_ssd_opts so = {
+		.dir = o->ssd_dir,
+		.size = o->ssd_size,
+		.compress = o->ssd_compress == PFS_COMPRESS_OFF ? PFS_SSD_COMPRESS_OFF :
+			    o->ssd_compress == PFS_COMPRESS_ZSTD ? PFS_SSD_COMPRESS_ZSTD :
+								   PFS_SSD_COMPRESS_AUTO,
+		.zstd_level = o->ssd_zstd_level,
+		.evict = o->policy == PFS_POLICY_LRU ? PFS_SSD_EVICT_LRU : PFS_SSD_EVICT_NONE,
+		.origin_id = origin_id,
+	};
+	return pfs_ssd_open(&so, out);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "index"))
@@ -65,8 +201,10 @@ int main(int argc, char **argv)
 	struct pfs_opts o;
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct pfs_origin *origin = NULL;
+	struct pfs_ssd *ssd = NULL;
 	struct pfs_ftable *ft = NULL;
 	struct pfs_bcache *cache = NULL;
+	struct pfs_epoch *epoch = NULL;
 	struct pfs_fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *lcfg = NULL;
@@ -103,25 +241,32 @@ int main(int argc, char **argv)
 	};
 	if (pfs_origin_create(o.origin, &oo, &origin) < 0)
 		goto out_opts;
-	ft = pfs_ftable_create();
-	if (!ft)
+	if (open_ssd(&o, pfs_origin_name(origin), &ssd) < 0)
 		goto out_origin;
 	double t0 = now_s();
-	int rc = pfs_origin_list(origin, pfs_ftable_add, ft);
-	if (rc == 0)
-		rc = pfs_ftable_finish(ft);
+	int rc = load_listing(&o, &oo, ssd, &ft);
 	if (rc < 0) {
 		pfs_err("listing %s failed: %s", pfs_origin_name(origin), strerror(-rc));
-		goto out_ft;
+		goto out_ssd;
 	}
+	if (ssd)
+		pfs_ctl_add_stats_source(ssd_stats_source, ssd);
 	pfs_info("%s: %u entries, %llu bytes, listed in %.2f s (%zu bytes of metadata)",
 		 pfs_origin_name(origin), pfs_ftable_count(ft),
 		 (unsigned long long)pfs_ftable_total_bytes(ft), now_s() - t0,
 		 pfs_ftable_memory(ft));
 
-	if (pfs_bcache_create(o.ram_size, o.block_size, &cache) < 0)
+	/* ram_size is the whole RAM tier. Until a prefetcher fills it, the
+	 * staging area of the epoch policy gets nothing, so epoch behaves
+	 * exactly as minio. */
+	struct pfs_bcache_opts bo = {o.ram_size, o.block_size, o.policy, o.resident, 0};
+	if (pfs_bcache_create(&bo, &cache) < 0)
 		goto out_ft;
-	struct pfs_fs_conf conf = {ft, origin, cache, o.block_size};
+	if (pfs_epoch_create(pfs_ftable_count(ft), &epoch) < 0)
+		goto out_cache;
+	pfs_ctl_add_stats_source(bcache_stats_source, cache);
+	pfs_ctl_add_stats_source(epoch_stats_source, epoch);
+	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.block_size};
 	if (pfs_fs_create(&conf, &fs) < 0)
 		goto out_cache;
 	se = fuse_session_new(&fargs, pfs_fs_ops(), sizeof(struct fuse_lowlevel_ops), fs);
@@ -153,9 +298,12 @@ out_session:
 out_fs:
 	pfs_fs_destroy(fs);
 out_cache:
+	pfs_epoch_destroy(epoch);
 	pfs_bcache_destroy(cache);
 out_ft:
 	pfs_ftable_destroy(ft);
+out_ssd:
+	pfs_ssd_close(ssd); /* waits for pending writes, releases the lock */
 out_origin:
 	pfs_origin_destroy(origin);
 out_opts:

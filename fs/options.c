@@ -1,37 +1,98 @@
-/* options.c - see options.h. */
+/* options.c - see options.h.
+ *
+ * The table below is the one list of keys: -o, the configuration file
+ * (fs/config.c), the help text's order and the bits of cmdline_keys all
+ * follow it. A value is parsed into locals first and stored only when it
+ * is valid, so a failed pfs_opts_set() leaves the options as they were.
+ */
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <fuse_lowlevel.h>
 
 #include "options.h"
+#include "config.h"
 #include "../util/units.h"
 
-enum kind { K_SIZE, K_SECONDS, K_UINT, K_STR, K_FLAG };
+enum kind {
+	K_SIZE,     /* uint64_t bytes, [min, max] */
+	K_SECONDS,  /* double > 0 */
+	K_UINT,     /* uint64_t, [min, max] */
+	K_STR,      /* char *, non-empty */
+	K_FLAG,     /* int 0/1; a bare -o flag is 1 */
+	K_PATH,     /* char *, absolute path, or "none" for NULL */
+	K_ENUM,     /* int-sized enum; names in `names` */
+	K_COMPRESS, /* ssd_compress + ssd_zstd_level */
+	K_FRACTION, /* double 0..1, or a percentage */
+	K_RATE,     /* uint64_t bytes/s, "0" or "none" for no cap */
+};
 
 struct key {
 	const char *name;
+	const char *section;
 	enum kind kind;
 	size_t off;
-	uint64_t min, max; /* K_SIZE, K_UINT */
+	uint64_t min, max;         /* K_SIZE, K_UINT */
+	const char *const *names;  /* K_ENUM, in enum order, NULL-terminated */
+	const char *hint;          /* what a valid value looks like */
 };
+
+static const char *const policy_names[] = {"lru", "minio", "epoch", NULL};
+static const char *const resident_names[] = {"any", "small", "large", NULL};
+
+#define ZSTD_LEVEL_DEFAULT 3
+#define ZSTD_LEVEL_MAX 19
 
 #define OFF(f) offsetof(struct pfs_opts, f)
 static const struct key keys[] = {
-	{"ram_size", K_SIZE, OFF(ram_size), 0, UINT64_MAX},
-	{"block_size", K_SIZE, OFF(block_size), 4096, 64u << 20},
-	{"timeout", K_SECONDS, OFF(timeout), 0, 0},
-	{"retries", K_UINT, OFF(retries), 0, 100},
-	{"manifest", K_STR, OFF(manifest), 0, 0},
-	{"endpoint", K_STR, OFF(endpoint), 0, 0},
-	{"region", K_STR, OFF(region), 0, 0},
-	{"s3_path_style", K_FLAG, OFF(s3_path_style), 0, 0},
-	{"max_threads", K_UINT, OFF(max_threads), 1, 100000},
-	{"allow_other", K_FLAG, OFF(allow_other), 0, 0},
-	{"default_permissions", K_FLAG, OFF(default_permissions), 0, 0},
+	{"endpoint", "origin", K_STR, OFF(endpoint), 0, 0, NULL, "a URL"},
+	{"region", "origin", K_STR, OFF(region), 0, 0, NULL, "a region name"},
+	{"s3_path_style", "origin", K_FLAG, OFF(s3_path_style), 0, 0, NULL, "yes or no"},
+	{"manifest", "origin", K_STR, OFF(manifest), 0, 0, NULL, "a URL or a path"},
+	{"timeout", "origin", K_SECONDS, OFF(timeout), 0, 0, NULL,
+	 "seconds above 0, like 10 or 2.5"},
+	{"retries", "origin", K_UINT, OFF(retries), 0, 100, NULL, "an integer from 0 to 100"},
+
+	{"ram_size", "cache", K_SIZE, OFF(ram_size), 0, UINT64_MAX, NULL,
+	 "a size like 512K, 64M, 8G"},
+	{"ssd_dir", "cache", K_PATH, OFF(ssd_dir), 0, 0, NULL, "an absolute path, or none"},
+	{"ssd_size", "cache", K_SIZE, OFF(ssd_size), 0, UINT64_MAX, NULL,
+	 "a size like 64G or 2T, or 0 for 90% of the free space"},
+	{"ssd_compress", "cache", K_COMPRESS, OFF(ssd_compress), 0, 0, NULL,
+	 "off, auto, zstd or zstd:LEVEL with LEVEL from 1 to 19"},
+	{"block_size", "cache", K_SIZE, OFF(block_size), 4096, 64u << 20, NULL,
+	 "a size from 4K to 64M, like 1M"},
+	{"policy", "cache", K_ENUM, OFF(policy), 0, 0, policy_names, "lru, minio or epoch"},
+	{"resident", "cache", K_ENUM, OFF(resident), 0, 0, resident_names,
+	 "any, small or large"},
+
+	{"prefetch", "prefetch", K_FLAG, OFF(prefetch), 0, 0, NULL, "on or off"},
+	{"prefetch_inflight", "prefetch", K_UINT, OFF(prefetch_inflight), 1, 4096, NULL,
+	 "an integer from 1 to 4096"},
+	{"prefetch_window", "prefetch", K_UINT, OFF(prefetch_window), 1, UINT32_MAX, NULL,
+	 "a number of files, at least 1"},
+	{"prefetch_ram_share", "prefetch", K_FRACTION, OFF(prefetch_ram_share), 0, 0, NULL,
+	 "a fraction from 0 to 1, or a percentage like 25%"},
+	{"origin_bandwidth", "prefetch", K_RATE, OFF(origin_bandwidth), 0, UINT64_MAX, NULL,
+	 "bytes per second like 100M, or none"},
+
+	{"max_threads", "mount", K_UINT, OFF(max_threads), 1, 100000, NULL,
+	 "an integer from 1 to 100000"},
+	{"allow_other", "mount", K_FLAG, OFF(allow_other), 0, 0, NULL, "yes or no"},
+	{"default_permissions", "mount", K_FLAG, OFF(default_permissions), 0, 0, NULL,
+	 "yes or no"},
 };
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+_Static_assert(NKEYS <= 64, "cmdline_keys has one bit per key");
+_Static_assert(sizeof(enum pfs_policy) == sizeof(int) &&
+	       sizeof(enum pfs_resident) == sizeof(int) &&
+	       sizeof(enum pfs_compress) == sizeof(int), "K_ENUM stores an int");
 
 /* fstab's generic options: meaningful to mount(8), not to us. */
 static const char *const ignored[] = {
@@ -43,10 +104,21 @@ static const char *const ignored[] = {
 void pfs_opts_init(struct pfs_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->ram_size = 1ull << 30;
-	o->block_size = 1ull << 20;
 	o->timeout = 10;
 	o->retries = 5;
+	o->ram_size = 1ull << 30;
+	o->ssd_dir = NULL;
+	o->ssd_size = 0;
+	o->ssd_compress = PFS_COMPRESS_AUTO;
+	o->ssd_zstd_level = ZSTD_LEVEL_DEFAULT;
+	o->block_size = 1ull << 20;
+	o->policy = PFS_POLICY_EPOCH;
+	o->resident = PFS_RESIDENT_ANY;
+	o->prefetch = 1;
+	o->prefetch_inflight = 64;
+	o->prefetch_window = 256;
+	o->prefetch_ram_share = 0.25;
+	o->origin_bandwidth = 0;
 	o->max_threads = 256;
 }
 
@@ -54,40 +126,145 @@ void pfs_opts_finish(struct pfs_opts *o)
 {
 	free(o->origin);
 	free(o->mountpoint);
+	free(o->config);
 	free(o->manifest);
 	free(o->endpoint);
 	free(o->region);
+	free(o->ssd_dir);
 	memset(o, 0, sizeof(*o));
+}
+
+size_t pfs_opts_nkeys(void)
+{
+	return NKEYS;
+}
+
+const char *pfs_opts_key_name(size_t i)
+{
+	return i < NKEYS ? keys[i].name : NULL;
+}
+
+const char *pfs_opts_key_section(size_t i)
+{
+	return i < NKEYS ? keys[i].section : NULL;
+}
+
+int pfs_opts_key_find(const char *key)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(keys[i].name, key))
+			return (int)i;
+	return -1;
+}
+
+/* A non-negative decimal number, digits and one '.', no sign, exponent or
+ * hex (strtod would take them). */
+static int parse_decimal(const char *s, double *out)
+{
+	size_t n = strspn(s, "0123456789.");
+	if (!n || n != strlen(s) || strchr(s, '.') != strrchr(s, '.') || !strcmp(s, "."))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_flag(const char *s, int *out)
+{
+	static const char *const yes[] = {"1", "true", "yes", "on"};
+	static const char *const no[] = {"0", "false", "no", "off"};
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(s, yes[i]))
+			return *out = 1, 0;
+		if (!strcasecmp(s, no[i]))
+			return *out = 0, 0;
+	}
+	return -EINVAL;
+}
+
+/* "off", "auto", "zstd" or "zstd:LEVEL". */
+static int parse_compress(const char *s, int *mode, int *level)
+{
+	uint64_t l = ZSTD_LEVEL_DEFAULT;
+	if (!strcmp(s, "off"))
+		*mode = PFS_COMPRESS_OFF;
+	else if (!strcmp(s, "auto"))
+		*mode = PFS_COMPRESS_AUTO;
+	else if (!strcmp(s, "zstd"))
+		*mode = PFS_COMPRESS_ZSTD;
+	else if (!strncmp(s, "zstd:", 5) && !pfs_parse_uint(s + 5, 1, ZSTD_LEVEL_MAX, &l))
+		*mode = PFS_COMPRESS_ZSTD;
+	else
+		return -EINVAL;
+	*level = (int)l;
+	return 0;
+}
+
+/* "0.25" or "25%", within 0..1. */
+static int parse_fraction(const char *s, double *out)
+{
+	char buf[32];
+	size_t n = strlen(s);
+	if (n == 0 || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n + 1);
+	double scale = 1;
+	if (buf[n - 1] == '%') {
+		buf[n - 1] = '\0';
+		scale = 100;
+	}
+	double v;
+	if (parse_decimal(buf, &v) || v / scale > 1)
+		return -EINVAL;
+	*out = v / scale;
+	return 0;
+}
+
+/* "none", "0", or a size per second, "100M" or "100M/s". */
+static int parse_rate(const char *s, uint64_t *out)
+{
+	if (!strcmp(s, "none"))
+		return *out = 0, 0;
+	char buf[32];
+	size_t n = strlen(s);
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n + 1);
+	if (n > 2 && !strcmp(buf + n - 2, "/s"))
+		buf[n - 2] = '\0';
+	return pfs_parse_size(buf, out);
 }
 
 int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 		 char *err, size_t errcap)
 {
-	const struct key *k = NULL;
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (!strcmp(keys[i].name, key))
-			k = &keys[i];
-	if (!k) {
+	int i = pfs_opts_key_find(key);
+	if (i < 0) {
 		snprintf(err, errcap, "unknown option '%s'", key);
 		return -ENOENT;
 	}
+	const struct key *k = &keys[i];
 	char *field = (char *)o + k->off;
-	if (k->kind == K_FLAG) {
+	if (k->kind == K_FLAG && !value) {
+		*(int *)field = 1;
+		return 0;
+	}
+	if (!value || !*value) {
+		snprintf(err, errcap, "'%s' needs a value: %s", key, k->hint);
+		return -EINVAL;
+	}
+	switch (k->kind) {
+	case K_FLAG: {
 		int v;
-		if (!value || !strcmp(value, "1") || !strcmp(value, "true") || !strcmp(value, "yes"))
-			v = 1;
-		else if (!strcmp(value, "0") || !strcmp(value, "false") || !strcmp(value, "no"))
-			v = 0;
-		else
+		if (parse_flag(value, &v))
 			goto bad;
 		*(int *)field = v;
 		return 0;
 	}
-	if (!value || !*value) {
-		snprintf(err, errcap, "option '%s' needs a value (%s=...)", key, key);
-		return -EINVAL;
-	}
-	switch (k->kind) {
 	case K_SIZE: {
 		uint64_t v;
 		if (pfs_parse_size(value, &v) || v < k->min || v > k->max)
@@ -106,6 +283,15 @@ int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 		*(double *)field = v;
 		return 0;
 	}
+	case K_PATH:
+		if (!strcmp(value, "none")) {
+			free(*(char **)field);
+			*(char **)field = NULL;
+			return 0;
+		}
+		if (value[0] != '/' || strlen(value) >= PATH_MAX)
+			goto bad;
+		/* fall through */
 	case K_STR: {
 		char *s = strdup(value);
 		if (!s)
@@ -114,19 +300,42 @@ int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 		*(char **)field = s;
 		return 0;
 	}
-	case K_FLAG:
-		break;
+	case K_ENUM:
+		for (int e = 0; k->names[e]; e++)
+			if (!strcmp(value, k->names[e])) {
+				*(int *)field = e;
+				return 0;
+			}
+		goto bad;
+	case K_COMPRESS: {
+		int mode, level;
+		if (parse_compress(value, &mode, &level))
+			goto bad;
+		o->ssd_compress = (enum pfs_compress)mode;
+		o->ssd_zstd_level = level;
+		return 0;
+	}
+	case K_FRACTION: {
+		double v;
+		if (parse_fraction(value, &v))
+			goto bad;
+		*(double *)field = v;
+		return 0;
+	}
+	case K_RATE: {
+		uint64_t v;
+		if (parse_rate(value, &v))
+			goto bad;
+		*(uint64_t *)field = v;
+		return 0;
+	}
 	}
 bad:
-	if (k->kind == K_SIZE)
-		snprintf(err, errcap, "invalid value for option '%s': '%.64s' (a size "
-			 "like 512K, 64M, 8G)", key, value);
-	else
-		snprintf(err, errcap, "invalid value for option '%s': '%.64s'", key, value);
+	snprintf(err, errcap, "invalid value for '%s': '%.64s' (%s)", key, value, k->hint);
 	return -EINVAL;
 }
 
-/* Applies one comma-separated -o list (fuse_opt already split it). */
+/* Applies one option of a -o list (fuse_opt already split it). */
 static int set_one(struct pfs_opts *o, const char *arg, char *err, size_t errcap)
 {
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
@@ -144,8 +353,32 @@ static int set_one(struct pfs_opts *o, const char *arg, char *err, size_t errcap
 	}
 	memcpy(key, arg, kl);
 	key[kl] = '\0';
-	int rc = pfs_opts_set(o, key, eq ? eq + 1 : NULL, err, errcap);
-	return rc == -ENOENT ? -EINVAL : rc;
+	const char *value = eq ? eq + 1 : NULL;
+	if (!strcmp(key, "config")) {
+		/* Not a key of the table: it names the file the rest come from. */
+		if (!value || !*value) {
+			snprintf(err, errcap, "'config' needs a value: the path of a "
+				 "configuration file");
+			return -EINVAL;
+		}
+		char *s = strdup(value);
+		if (!s) {
+			snprintf(err, errcap, "out of memory");
+			return -ENOMEM;
+		}
+		free(o->config);
+		o->config = s;
+		return 0;
+	}
+	int rc = pfs_opts_set(o, key, value, err, errcap);
+	if (rc == -ENOENT)
+		return -EINVAL;
+	if (rc == -ENOMEM)
+		snprintf(err, errcap, "out of memory setting '%s'", key);
+	if (rc < 0)
+		return rc;
+	o->cmdline_keys |= 1ull << pfs_opts_key_find(key);
+	return 0;
 }
 
 struct parse_ctx {
@@ -218,6 +451,10 @@ int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
 		snprintf(err, errcap, "usage: prestofs [options] ORIGIN MOUNTPOINT");
 		return -EINVAL;
 	}
+	/* The file fills in what -o did not set, whatever the order of
+	 * -o config= among the other options. */
+	if (o->config && pfs_config_load(o, o->config, o->cmdline_keys, err, errcap) < 0)
+		return -EINVAL;
 	char *mp = realpath(o->mountpoint, NULL);
 	if (!mp) {
 		snprintf(err, errcap, "mountpoint '%s': %s", o->mountpoint, strerror(errno));
@@ -257,21 +494,38 @@ void pfs_opts_usage(const char *prog)
 	       "\n"
 	       "ORIGIN: /local/dir, file:///dir, http(s)://host/prefix/, s3://bucket/prefix\n"
 	       "\n"
-	       "  -f                     stay in the foreground, log to stderr\n"
-	       "  -d                     debug output (implies -f)\n"
-	       "  -h, --help             this help\n"
-	       "  -V, --version          version\n"
-	       "  -o ram_size=SIZE       RAM block cache budget (default 1G)\n"
-	       "  -o block_size=SIZE     origin request size (default 1M)\n"
-	       "  -o timeout=SECONDS     per attempt (default 10)\n"
-	       "  -o retries=N           attempts after the first (default 5)\n"
-	       "  -o manifest=URL|PATH   file list to use instead of listing\n"
-	       "  -o endpoint=URL        S3 endpoint (default AWS)\n"
-	       "  -o region=NAME         S3 region (default us-east-1)\n"
-	       "  -o s3_path_style       S3 path-style addressing\n"
-	       "  -o max_threads=N       FUSE worker threads (default 256)\n"
-	       "  -o allow_other, -o default_permissions   passed to FUSE\n"
+	       "  -f                        stay in the foreground, log to stderr\n"
+	       "  -d                        debug output (implies -f)\n"
+	       "  -h, --help                this help\n"
+	       "  -V, --version             version\n"
+	       "  -o config=PATH            read the options below from an INI file,\n"
+	       "                            in the [sections] shown; -o wins over it\n"
+	       "[origin]\n"
+	       "  -o endpoint=URL           S3 endpoint (default AWS)\n"
+	       "  -o region=NAME            S3 region (default us-east-1)\n"
+	       "  -o s3_path_style          S3 path-style addressing\n"
+	       "  -o manifest=URL|PATH      file list to use instead of listing\n"
+	       "  -o timeout=SECONDS        per attempt (default 10)\n"
+	       "  -o retries=N              attempts after the first (default 5)\n"
+	       "[cache]\n"
+	       "  -o ram_size=SIZE          RAM block cache budget (default 1G)\n"
+	       "  -o ssd_dir=DIR            SSD cache tier directory (default none: no tier)\n"
+	       "  -o ssd_size=SIZE          SSD tier budget (default 0: 90%% of free space)\n"
+	       "  -o ssd_compress=MODE      off, zstd[:LEVEL] or auto (default auto)\n"
+	       "  -o block_size=SIZE        origin request size (default 1M)\n"
+	       "  -o policy=POLICY          lru, minio or epoch (default epoch)\n"
+	       "  -o resident=WHICH         any, small or large (default any)\n"
+	       "[prefetch]\n"
+	       "  -o prefetch=on|off        read ahead of the loader (default on)\n"
+	       "  -o prefetch_inflight=N    requests in flight, 1..4096 (default 64)\n"
+	       "  -o prefetch_window=N      files ahead (default 256)\n"
+	       "  -o prefetch_ram_share=F   share of ram_size, 0..1 or 25%% (default 0.25)\n"
+	       "  -o origin_bandwidth=RATE  bytes/s like 100M, or none (default none)\n"
+	       "[mount]\n"
+	       "  -o max_threads=N          FUSE worker threads (default 256)\n"
+	       "  -o allow_other            passed to FUSE\n"
+	       "  -o default_permissions    passed to FUSE\n"
 	       "\n"
-	       "Unmount with: fusermount3 -u MOUNTPOINT. See prestofs(1).\n",
+	       "Unmount with: fusermount3 -u MOUNTPOINT. See prestofs(1), prestofs.conf(5).\n",
 	       prog, prog, prog);
 }

@@ -173,7 +173,7 @@ def test_small_cache_concurrent(dataset, tmp_path, nginx, mount):
     shutil.copytree(dataset, src, copy_function=shutil.copy2)
     write_manifest(src)
     ng = nginx(src, autoindex=False)
-    m = mount(ng.url, {"block_size": "64K", "ram_size": "1M", "timeout": 2.5})
+    m = mount(ng.url, {"block_size": "64K", "ram_size": "1M", "timeout": 2.5, "policy": "lru"})
     files = list_files(src)
     bad = []
 

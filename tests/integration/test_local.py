@@ -45,7 +45,7 @@ def test_file_url_origin(dataset, mount):
 def test_small_blocks_small_cache(dataset, mount):
     """64 KiB blocks and a RAM budget smaller than the biggest file: many
     block boundaries, evictions, still every byte right (read twice)."""
-    m = mount(dataset, {"block_size": "64K", "ram_size": "4M"})
+    m = mount(dataset, {"block_size": "64K", "ram_size": "4M", "policy": "lru"})
     for seed in (1, 2):
         compare_bytes(dataset, m.path, ranges_per_file=10, seed=seed, block_size=64 << 10)
     s = m.stats()
@@ -55,7 +55,7 @@ def test_small_blocks_small_cache(dataset, mount):
 
 def test_concurrent_readers(dataset, mount):
     """8 threads reading every file in different orders through one mount."""
-    m = mount(dataset, {"ram_size": "8M"})
+    m = mount(dataset, {"ram_size": "8M", "policy": "lru"})
     files = list_files(dataset)
     want = {f: (dataset / f).read_bytes() for f in files}
     bad = []

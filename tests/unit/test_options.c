@@ -1,6 +1,7 @@
 /* test_options.c - fs/options.h: defaults, every key through
  * pfs_opts_set(), and command lines in both the mount order
- * (-o a,b ORIGIN MNT) and mount.fuse3's order (ORIGIN MNT -o a,b). The
+ * (-o a,b ORIGIN MNT) and mount.fuse3's order (ORIGIN MNT -o a,b); the
+ * configuration file (-o config=) is tested in test_config.c. The
  * mountpoint is a real temporary directory, since parsing resolves it
  * with realpath(). */
 #include <errno.h>
@@ -66,6 +67,20 @@ static void test_defaults(void **state)
 	assert_int_equal(o.max_threads, 256);
 	assert_int_equal(o.allow_other, 0);
 	assert_int_equal(o.default_permissions, 0);
+	/* The keys of the configuration file's [cache] and [prefetch]. */
+	assert_null(o.config);
+	assert_null(o.ssd_dir);
+	assert_true(o.ssd_size == 0);
+	assert_int_equal(o.ssd_compress, PFS_COMPRESS_AUTO);
+	assert_int_equal(o.ssd_zstd_level, 3);
+	assert_int_equal(o.policy, PFS_POLICY_EPOCH);
+	assert_int_equal(o.resident, PFS_RESIDENT_ANY);
+	assert_int_equal(o.prefetch, 1);
+	assert_int_equal(o.prefetch_inflight, 64);
+	assert_int_equal(o.prefetch_window, 256);
+	assert_true(o.prefetch_ram_share == 0.25);
+	assert_true(o.origin_bandwidth == 0);
+	assert_true(o.cmdline_keys == 0);
 	pfs_opts_finish(&o);
 	assert_null(o.origin);
 }
@@ -161,6 +176,150 @@ static void test_each_key(void **state)
 	assert_null(o.region);
 }
 
+static void test_each_new_key(void **state)
+{
+	(void)state;
+	struct pfs_opts o;
+	pfs_opts_init(&o);
+	set_ok(&o, "ssd_dir", "/mnt/nvme/cache");
+	assert_string_equal(o.ssd_dir, "/mnt/nvme/cache");
+	set_ok(&o, "ssd_dir", "/other");   /* replaces (and frees) the old one */
+	assert_string_equal(o.ssd_dir, "/other");
+	set_ok(&o, "ssd_dir", "none");
+	assert_null(o.ssd_dir);
+	set_ok(&o, "ssd_size", "500G");
+	assert_true(o.ssd_size == 500ull << 30);
+	set_ok(&o, "ssd_size", "0");
+	assert_true(o.ssd_size == 0);
+	set_ok(&o, "ssd_compress", "zstd:19");
+	assert_int_equal(o.ssd_compress, PFS_COMPRESS_ZSTD);
+	assert_int_equal(o.ssd_zstd_level, 19);
+	set_ok(&o, "ssd_compress", "zstd:1");
+	assert_int_equal(o.ssd_zstd_level, 1);
+	set_ok(&o, "ssd_compress", "zstd");   /* the default level */
+	assert_int_equal(o.ssd_compress, PFS_COMPRESS_ZSTD);
+	assert_int_equal(o.ssd_zstd_level, 3);
+	set_ok(&o, "ssd_compress", "off");
+	assert_int_equal(o.ssd_compress, PFS_COMPRESS_OFF);
+	set_ok(&o, "ssd_compress", "auto");
+	assert_int_equal(o.ssd_compress, PFS_COMPRESS_AUTO);
+	static const char *const policies[] = {"lru", "minio", "epoch"};
+	static const enum pfs_policy pvals[] = {PFS_POLICY_LRU, PFS_POLICY_MINIO,
+						PFS_POLICY_EPOCH};
+	for (int i = 0; i < 3; i++) {
+		set_ok(&o, "policy", policies[i]);
+		assert_int_equal(o.policy, pvals[i]);
+	}
+	static const char *const residents[] = {"any", "small", "large"};
+	static const enum pfs_resident rvals[] = {PFS_RESIDENT_ANY, PFS_RESIDENT_SMALL,
+						  PFS_RESIDENT_LARGE};
+	for (int i = 0; i < 3; i++) {
+		set_ok(&o, "resident", residents[i]);
+		assert_int_equal(o.resident, rvals[i]);
+	}
+	set_ok(&o, "prefetch", "off");
+	assert_int_equal(o.prefetch, 0);
+	set_ok(&o, "prefetch", NULL);
+	assert_int_equal(o.prefetch, 1);
+	set_ok(&o, "prefetch", "OFF");
+	assert_int_equal(o.prefetch, 0);
+	set_ok(&o, "prefetch", "on");
+	assert_int_equal(o.prefetch, 1);
+	set_ok(&o, "prefetch_inflight", "1");
+	assert_int_equal(o.prefetch_inflight, 1);
+	set_ok(&o, "prefetch_inflight", "4096");
+	assert_int_equal(o.prefetch_inflight, 4096);
+	set_ok(&o, "prefetch_window", "1");
+	assert_int_equal(o.prefetch_window, 1);
+	set_ok(&o, "prefetch_window", "100000");
+	assert_int_equal(o.prefetch_window, 100000);
+	set_ok(&o, "prefetch_ram_share", "0");
+	assert_true(o.prefetch_ram_share == 0);
+	set_ok(&o, "prefetch_ram_share", "1");
+	assert_true(o.prefetch_ram_share == 1);
+	set_ok(&o, "prefetch_ram_share", "0.4");
+	assert_true(o.prefetch_ram_share == 0.4);
+	set_ok(&o, "prefetch_ram_share", "25%");
+	assert_true(o.prefetch_ram_share == 0.25);
+	set_ok(&o, "prefetch_ram_share", "12.5%");
+	assert_true(o.prefetch_ram_share == 0.125);
+	set_ok(&o, "origin_bandwidth", "100M");
+	assert_true(o.origin_bandwidth == 100ull << 20);
+	set_ok(&o, "origin_bandwidth", "2G/s");
+	assert_true(o.origin_bandwidth == 2ull << 30);
+	set_ok(&o, "origin_bandwidth", "512KB/s");
+	assert_true(o.origin_bandwidth == 512ull << 10);
+	set_ok(&o, "origin_bandwidth", "none");
+	assert_true(o.origin_bandwidth == 0);
+	set_ok(&o, "origin_bandwidth", "1000");
+	assert_true(o.origin_bandwidth == 1000);
+	set_ok(&o, "origin_bandwidth", "0");
+	assert_true(o.origin_bandwidth == 0);
+	/* Every flag takes on/off as well. */
+	set_ok(&o, "allow_other", "on");
+	assert_int_equal(o.allow_other, 1);
+	set_ok(&o, "allow_other", "off");
+	assert_int_equal(o.allow_other, 0);
+	pfs_opts_finish(&o);
+	assert_null(o.ssd_dir);
+}
+
+static void test_new_bad_values(void **state)
+{
+	(void)state;
+	set_bad("ssd_dir", "relative/dir", -EINVAL);
+	set_bad("ssd_dir", "", -EINVAL);
+	set_bad("ssd_dir", NULL, -EINVAL);
+	set_bad("ssd_size", "big", -EINVAL);
+	set_bad("ssd_size", "-5G", -EINVAL);
+	set_bad("ssd_compress", "zstd:0", -EINVAL);
+	set_bad("ssd_compress", "zstd:20", -EINVAL);
+	set_bad("ssd_compress", "zstd:", -EINVAL);
+	set_bad("ssd_compress", "zstd:3x", -EINVAL);
+	set_bad("ssd_compress", "zstd3", -EINVAL);
+	set_bad("ssd_compress", "lz4", -EINVAL);
+	set_bad("ssd_compress", "ZSTD", -EINVAL);
+	set_bad("ssd_compress", NULL, -EINVAL);
+	set_bad("policy", "fifo", -EINVAL);
+	set_bad("policy", "LRU", -EINVAL);
+	set_bad("policy", "", -EINVAL);
+	set_bad("policy", NULL, -EINVAL);
+	set_bad("resident", "medium", -EINVAL);
+	set_bad("resident", NULL, -EINVAL);
+	set_bad("prefetch", "maybe", -EINVAL);
+	set_bad("prefetch", "", -EINVAL);
+	set_bad("prefetch_inflight", "0", -EINVAL);
+	set_bad("prefetch_inflight", "4097", -EINVAL);
+	set_bad("prefetch_inflight", "lots", -EINVAL);
+	set_bad("prefetch_window", "0", -EINVAL);
+	set_bad("prefetch_window", "-1", -EINVAL);
+	set_bad("prefetch_window", "99999999999", -EINVAL);
+	set_bad("prefetch_ram_share", "1.01", -EINVAL);
+	set_bad("prefetch_ram_share", "101%", -EINVAL);
+	set_bad("prefetch_ram_share", "-0.5", -EINVAL);
+	set_bad("prefetch_ram_share", "%", -EINVAL);
+	set_bad("prefetch_ram_share", ".", -EINVAL);
+	set_bad("prefetch_ram_share", "0.1.2", -EINVAL);
+	set_bad("prefetch_ram_share", "1e-1", -EINVAL);
+	set_bad("prefetch_ram_share", "half", -EINVAL);
+	set_bad("prefetch_ram_share", NULL, -EINVAL);
+	set_bad("origin_bandwidth", "fast", -EINVAL);
+	set_bad("origin_bandwidth", "100M/h", -EINVAL);
+	set_bad("origin_bandwidth", "/s", -EINVAL);
+	set_bad("origin_bandwidth", "-1", -EINVAL);
+	set_bad("origin_bandwidth", NULL, -EINVAL);
+	/* The message says what a valid value looks like. */
+	struct pfs_opts o;
+	pfs_opts_init(&o);
+	char err[256] = "";
+	assert_int_equal(pfs_opts_set(&o, "policy", "fifo", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'fifo'"));
+	assert_non_null(strstr(err, "lru, minio or epoch"));
+	assert_int_equal(pfs_opts_set(&o, "ssd_compress", "zstd:42", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "1 to 19"));
+	pfs_opts_finish(&o);
+}
+
 static void test_bad_values_name_the_key(void **state)
 {
 	(void)state;
@@ -206,6 +365,7 @@ static void test_bad_values_name_the_key(void **state)
 static void test_unknown_key(void **state)
 {
 	(void)state;
+	set_bad("config", "/etc/x.conf", -ENOENT); /* only -o config= */
 	set_bad("ramsize", "1G", -ENOENT);
 	set_bad("RAM_SIZE", "1G", -ENOENT);
 	set_bad("", "1", -ENOENT);
@@ -484,6 +644,56 @@ static void test_parse_errors(void **state)
 	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o"), NULL);
 }
 
+static void test_parse_new_keys(void **state)
+{
+	(void)state;
+	struct parsed p;
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "@MNT", "-o",
+				 "ssd_dir=/ssd,ssd_size=10G,ssd_compress=zstd:7,policy=lru,"
+				 "resident=large,prefetch=off,prefetch_inflight=8,"
+				 "prefetch_window=16,prefetch_ram_share=50%,origin_bandwidth=1G"));
+	assert_string_equal(p.o.ssd_dir, "/ssd");
+	assert_true(p.o.ssd_size == 10ull << 30);
+	assert_int_equal(p.o.ssd_compress, PFS_COMPRESS_ZSTD);
+	assert_int_equal(p.o.ssd_zstd_level, 7);
+	assert_int_equal(p.o.policy, PFS_POLICY_LRU);
+	assert_int_equal(p.o.resident, PFS_RESIDENT_LARGE);
+	assert_int_equal(p.o.prefetch, 0);
+	assert_int_equal(p.o.prefetch_inflight, 8);
+	assert_int_equal(p.o.prefetch_window, 16);
+	assert_true(p.o.prefetch_ram_share == 0.5);
+	assert_true(p.o.origin_bandwidth == 1ull << 30);
+	/* None of it goes to libfuse. */
+	char j[1024];
+	fuse_joined(&p.fuse, j, sizeof(j));
+	assert_string_equal(j, "prestofs|-o|ro,subtype=prestofs,max_read=1048576|"
+			       "-o|fsname=/o");
+	/* Each key set here has its bit, and only those. */
+	uint64_t want = 0;
+	static const char *const set[] = {
+		"ssd_dir", "ssd_size", "ssd_compress", "policy", "resident", "prefetch",
+		"prefetch_inflight", "prefetch_window", "prefetch_ram_share",
+		"origin_bandwidth"};
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+		int k = pfs_opts_key_find(set[i]);
+		assert_true(k >= 0);
+		want |= 1ull << k;
+	}
+	assert_true(p.o.cmdline_keys == want);
+	done(&p);
+
+	/* Generic fstab options and config= mark nothing. */
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "@MNT", "-o", "ro,_netdev,prefetch"));
+	assert_true(p.o.cmdline_keys == 1ull << pfs_opts_key_find("prefetch"));
+	done(&p);
+
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o", "policy=fifo"), "'policy'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o", "ssd_dir=rel"), "'ssd_dir'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o", "config"), "'config'");
+	expect_parse_fails(ARGS("prestofs", "/o", "@MNT", "-o", "config=/nonexistent/x.conf"),
+			   "/nonexistent/x.conf");
+}
+
 static void test_parse_fsname_escaped(void **state)
 {
 	(void)state;
@@ -503,6 +713,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_each_key),
+		cmocka_unit_test(test_each_new_key),
+		cmocka_unit_test(test_new_bad_values),
 		cmocka_unit_test(test_bad_values_name_the_key),
 		cmocka_unit_test(test_unknown_key),
 		cmocka_unit_test(test_parse_mount_order),
@@ -512,6 +724,7 @@ int main(void)
 		cmocka_unit_test(test_parse_help_version),
 		cmocka_unit_test(test_parse_mountpoint_resolved),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_new_keys),
 		cmocka_unit_test(test_parse_fsname_escaped),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,772 @@
+/* ssd.c - see ssd.h. Open/close, the read path and the put queue; the
+ * writer thread is in ssd_store.c, segment fds and the listing file in
+ * ssd_files.c, what they share in ssd_int.h.
+ *
+ * Layout of dir:
+ *   lock            flock(LOCK_EX|LOCK_NB) by the owning process, its pid inside
+ *   index.mdb(-lock) LMDB: meta (format, origin, counters), blocks (path NUL
+ *                   be64 block -> struct ent + etag), lru (be64 access seq ->
+ *                   key), segs (be64 id -> live bytes, append end)
+ *   seg-XXXXXXXX.dat append-only data segments (256 MiB by default)
+ *   listing         the last good listing: magic, length, XXH3, blob
+ *
+ * Why append-only segments with ONE writer: the write order is what makes a
+ * crash harmless. The writer appends a batch, fdatasyncs the segment, and
+ * only then commits the LMDB txn naming those bytes; LMDB commits are
+ * atomic, so after a kill -9 an entry either does not exist or names
+ * durable bytes. Uncommitted appends sit past the segment's recorded end
+ * and are overwritten by the next batch. One fsync + one commit per batch
+ * (group commit) instead of per block. Segments (not a file per block) keep
+ * the file count and open fds small; entries start on 4 KiB boundaries so
+ * fallocate(PUNCH_HOLE) of an evicted entry gives its blocks back to the
+ * file system at once, and a segment whose live bytes reach 0 is unlinked.
+ * Freed ranges are never rewritten (appends only go past the end).
+ *
+ * Why no write on the read path: a get is one LMDB read txn (MDB_NOTLS:
+ * FUSE threads are pooled, a txn is per call) plus a pread. Its recency is
+ * pushed to an in-memory list that the writer applies in its next batch,
+ * and bad or stale entries are queued as drop requests; only the writer
+ * opens write txns, so readers never wait for the disk's fsyncs.
+ *
+ * Every counter lives in LMDB's meta DB and is updated in the txns that
+ * change it: opening reads a few keys and never scans the cache (the one
+ * directory listing at open removes files a crash left outside the index;
+ * it is proportional to the number of segments, not of blocks).
+ *
+ * Locks: q_lock (the queue, touches, tickets), seg_lock (fd table),
+ * dctx_lock (decompression contexts). None is held across I/O; they never
+ * nest.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ssd_int.h"
+#include "../util/log.h"
+
+#define DEFAULT_QUEUE (64ull << 20)
+#define DEFAULT_SEGMENT (256ull << 20)
+#define MAP_SIZE (64ull << 30)   /* sparse; about 200 M entries */
+#define MAX_READERS 1024
+#define E_CORRUPT (-EBADMSG)     /* internal: the index must be set aside */
+
+/* ---- shared helpers ---- */
+
+int ssd_mdb_err(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS: return 0;
+	case MDB_NOTFOUND: return -ENOENT;
+	case MDB_MAP_FULL: case MDB_TXN_FULL: case MDB_PAGE_FULL: return -ENOSPC;
+	case MDB_READERS_FULL: return -EAGAIN;
+	case MDB_DBS_FULL: return -EINVAL;
+	}
+	if (rc > 0)
+		return -rc;
+	return ssd_mdb_corrupt(rc) ? E_CORRUPT : -EIO;
+}
+
+int ssd_mdb_corrupt(int rc)
+{
+	return rc == MDB_INVALID || rc == MDB_CORRUPTED || rc == MDB_VERSION_MISMATCH ||
+	       rc == MDB_PAGE_NOTFOUND || rc == MDB_INCOMPATIBLE || rc == MDB_BAD_VALSIZE ||
+	       rc == EINVAL || rc == E_CORRUPT;
+}
+
+int ssd_ent_decode(const MDB_val *v, struct ent *e, char *etag)
+{
+	if (v->mv_size < sizeof(*e))
+		return -EIO;
+	memcpy(e, v->mv_data, sizeof(*e));
+	if (v->mv_size != sizeof(*e) + e->etag_len || e->etag_len >= PFS_SSD_ETAG_MAX ||
+	    e->codec > CODEC_ZSTD || !e->seg || !e->rlen ||
+	    (e->codec == CODEC_RAW && e->slen != e->rlen))
+		return -EIO;
+	if (etag) {
+		memcpy(etag, (const char *)v->mv_data + sizeof(*e), e->etag_len);
+		etag[e->etag_len] = 0;
+	}
+	return 0;
+}
+
+/* key = path NUL be64(block); returns its length, 0 when path is too long. */
+static size_t make_key(char *key, const char *path, uint64_t block)
+{
+	size_t n = strlen(path);
+	if (n > PFS_SSD_PATH_MAX)
+		return 0;
+	memcpy(key, path, n + 1);
+	ssd_be64((unsigned char *)key + n + 1, block);
+	return n + 9;
+}
+
+/* ---- open: directory, lock, index ---- */
+
+static int mkdir_p(const char *dir)
+{
+	char buf[4096];
+	size_t n = strlen(dir);
+	if (n == 0 || n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, dir, n + 1);
+	for (char *p = buf + 1; ; p++) {
+		if (*p == '/' || !*p) {
+			char c = *p;
+			*p = 0;
+			if (mkdir(buf, 0755) && errno != EEXIST)
+				return -errno;
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	return 0;
+}
+
+static int take_lock(struct pfs_ssd *s)
+{
+	char path[4096], pid[32] = "";
+	int fd, n;
+
+	ssd_path_in(s, "lock", path);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int e = errno;
+		if (e == EWOULDBLOCK) {
+			n = (int)pread(fd, pid, sizeof(pid) - 1, 0);
+			pid[n > 0 ? n : 0] = 0;
+			pid[strcspn(pid, "\n")] = 0;
+			pfs_err("ssd_dir %s is in use by another prestofs (pid %s); use another "
+				"ssd_dir", s->dir, *pid ? pid : "unknown");
+		}
+		close(fd);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n)
+		pfs_warn("ssd_dir %s: cannot write the lock's pid: %s", s->dir, strerror(errno));
+	s->lock_fd = fd;
+	return 0;
+}
+
+static int index_open(struct pfs_ssd *s)
+{
+	char path[4096];
+	MDB_envinfo info;
+	MDB_stat st;
+	struct stat sb;
+	MDB_txn *txn;
+	int rc;
+
+	/* We hold dir/lock, so no other process has this env open: LMDB's own
+	 * lock file carries nothing worth keeping, and a stale or foreign one
+	 * (crash, other LMDB build) would only make the open fail. */
+	ssd_path_in(s, "index.mdb-lock", path);
+	unlink(path);
+	ssd_path_in(s, "index.mdb", path);
+	if ((rc = mdb_env_create(&s->env)))
+		return ssd_mdb_err(rc);
+	mdb_env_set_maxdbs(s->env, 4);
+	mdb_env_set_mapsize(s->env, MAP_SIZE);
+	mdb_env_set_maxreaders(s->env, MAX_READERS);
+	rc = mdb_env_open(s->env, path, MDB_NOSUBDIR | MDB_NOTLS | MDB_NORDAHEAD, 0644);
+	if (rc) {
+		rc = ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
+		goto close_env;
+	}
+	/* A truncated file would SIGBUS on the first touch of a missing page. */
+	mdb_env_info(s->env, &info);
+	mdb_env_stat(s->env, &st);
+	if (stat(path, &sb) == 0 &&
+	    (uint64_t)(info.me_last_pgno + 1) * st.ms_psize > (uint64_t)sb.st_size) {
+		rc = E_CORRUPT;
+		goto close_env;
+	}
+	mdb_reader_check(s->env, NULL);
+	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)))
+		goto translate;
+	if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->db_meta)) ||
+	    (rc = mdb_dbi_open(txn, "blocks", MDB_CREATE, &s->db_blocks)) ||
+	    (rc = mdb_dbi_open(txn, "lru", MDB_CREATE, &s->db_lru)) ||
+	    (rc = mdb_dbi_open(txn, "segs", MDB_CREATE, &s->db_segs))) {
+		mdb_txn_abort(txn);
+		goto translate;
+	}
+	if ((rc = mdb_txn_commit(txn)))
+		goto translate;
+	return 0;
+translate:
+	rc = ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
+close_env:
+	mdb_env_close(s->env);
+	s->env = NULL;
+	return rc;
+}
+
+/* Sets a corrupt index aside (one copy kept) and deletes the segments. */
+static void reset_store(struct pfs_ssd *s, const char *why)
+{
+	char path[4096], aside[4096];
+	struct dirent *de;
+	DIR *d;
+
+	pfs_warn("ssd_dir %s: the index is unusable (%s); moving it to index.mdb.corrupt "
+		 "and starting with an empty cache", s->dir, why);
+	ssd_path_in(s, "index.mdb", path);
+	ssd_path_in(s, "index.mdb.corrupt", aside);
+	if (rename(path, aside) && errno != ENOENT)
+		unlink(path);
+	ssd_path_in(s, "index.mdb-lock", path);
+	unlink(path);
+	if (!(d = opendir(s->dir)))
+		return;
+	while ((de = readdir(d))) {
+		unsigned id;
+		char tail;
+		if (sscanf(de->d_name, "seg-%8x.da%c", &id, &tail) == 2 && tail == 't') {
+			ssd_path_in(s, de->d_name, path);
+			unlink(path);
+		}
+	}
+	closedir(d);
+}
+
+static int meta_get(struct pfs_ssd *s, MDB_txn *txn, const char *name, MDB_val *v)
+{
+	MDB_val k = { strlen(name), (void *)name };
+	return mdb_get(txn, s->db_meta, &k, v);
+}
+
+static uint64_t meta_u64(struct pfs_ssd *s, MDB_txn *txn, const char *name)
+{
+	MDB_val v;
+	uint64_t x = 0;
+	if (meta_get(s, txn, name, &v) == 0 && v.mv_size == sizeof(x))
+		memcpy(&x, v.mv_data, sizeof(x));
+	return x;
+}
+
+static int meta_set(struct pfs_ssd *s, MDB_txn *txn, const char *name, const void *p, size_t n)
+{
+	MDB_val k = { strlen(name), (void *)name }, v = { n, (void *)p };
+	return mdb_put(txn, s->db_meta, &k, &v, 0);
+}
+
+/* Reads (or, first use, writes) format, origin and counters. -EINVAL for
+ * another origin, E_CORRUPT for another format. */
+static int meta_load(struct pfs_ssd *s)
+{
+	uint64_t fmt = SSD_FORMAT, one = 1, v64;
+	unsigned char kb[8];
+	MDB_val v, k = { 8, kb };
+	MDB_txn *txn;
+	struct segrec r;
+	int rc;
+
+	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)))
+		return ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
+	rc = meta_get(s, txn, "format", &v);
+	if (rc == MDB_NOTFOUND) {
+		if ((rc = meta_set(s, txn, "format", &fmt, sizeof(fmt))) ||
+		    (rc = meta_set(s, txn, "next_seq", &one, sizeof(one))) ||
+		    (rc = meta_set(s, txn, "next_seg", &one, sizeof(one))))
+			goto abort;
+	} else if (rc) {
+		goto abort;
+	} else if (v.mv_size != sizeof(v64) || (memcpy(&v64, v.mv_data, 8), v64 != fmt)) {
+		rc = E_CORRUPT;
+		goto abort;
+	}
+	rc = meta_get(s, txn, "origin", &v);
+	if (rc == 0 && s->origin_id &&
+	    (v.mv_size != strlen(s->origin_id) || memcmp(v.mv_data, s->origin_id, v.mv_size))) {
+		pfs_err("ssd_dir %s caches origin %.*s; use another ssd_dir or remove it", s->dir,
+			(int)v.mv_size, (const char *)v.mv_data);
+		rc = -EINVAL;
+		goto abort;
+	}
+	if (rc == MDB_NOTFOUND && s->origin_id &&
+	    (rc = meta_set(s, txn, "origin", s->origin_id, strlen(s->origin_id))))
+		goto abort;
+	s->st_bytes = meta_u64(s, txn, "bytes");
+	s->st_raw = meta_u64(s, txn, "raw_bytes");
+	s->st_entries = meta_u64(s, txn, "entries");
+	s->next_seq = meta_u64(s, txn, "next_seq");
+	s->next_seg = (uint32_t)meta_u64(s, txn, "next_seg");
+	s->cur_seg = (uint32_t)meta_u64(s, txn, "cur_seg");
+	s->cur_end = 0;
+	if (s->cur_seg) {
+		ssd_be64(kb, s->cur_seg);
+		if (mdb_get(txn, s->db_segs, &k, &v) == 0 && v.mv_size == sizeof(r)) {
+			memcpy(&r, v.mv_data, sizeof(r));
+			s->cur_end = r.end;
+		}
+	}
+	if (!s->next_seq || !s->next_seg || s->cur_seg >= s->next_seg) {
+		rc = E_CORRUPT;
+		goto abort;
+	}
+	if ((rc = mdb_txn_commit(txn)))
+		return ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
+	return 0;
+abort:
+	mdb_txn_abort(txn);
+	if (rc > 0 || (rc >= MDB_KEYEXIST && rc <= MDB_LAST_ERRCODE))
+		rc = ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
+	return rc;
+}
+
+/* Removes what a crash can leave outside the index: a segment created by a
+ * batch that never committed, a half-written listing. */
+static void sweep(struct pfs_ssd *s)
+{
+	char path[4096], tail;
+	unsigned char kb[8];
+	MDB_val k = { 8, kb }, v;
+	struct dirent *de;
+	MDB_txn *txn;
+	unsigned id;
+	DIR *d;
+
+	if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn))
+		return;
+	if ((d = opendir(s->dir))) {
+		while ((de = readdir(d))) {
+			int orphan = 0;
+			if (sscanf(de->d_name, "seg-%8x.da%c", &id, &tail) == 2 && tail == 't') {
+				ssd_be64(kb, id);
+				orphan = mdb_get(txn, s->db_segs, &k, &v) == MDB_NOTFOUND;
+			} else if (!strncmp(de->d_name, "listing.", 8)) {
+				orphan = 1;
+			}
+			if (orphan) {
+				ssd_path_in(s, de->d_name, path);
+				pfs_debug("ssd_dir %s: removing leftover %s", s->dir, de->d_name);
+				unlink(path);
+			}
+		}
+		closedir(d);
+	}
+	mdb_txn_abort(txn);
+}
+
+static int unwritable(int rc)
+{
+	return rc == -EROFS || rc == -EACCES || rc == -EPERM;
+}
+
+int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
+{
+	struct pfs_ssd *s;
+	struct statvfs vfs;
+	int rc, tries;
+
+	*out = NULL;
+	if (!o || !o->dir || !*o->dir || o->zstd_level < 0 || o->zstd_level > 19 ||
+	    (unsigned)o->compress > PFS_SSD_COMPRESS_AUTO ||
+	    (unsigned)o->evict > PFS_SSD_EVICT_NONE) {
+		pfs_err("ssd: invalid options (dir, zstd_level 1..19, compress, evict)");
+		return -EINVAL;
+	}
+	if (!(s = calloc(1, sizeof(*s))))
+		return -ENOMEM;
+	s->lock_fd = -1;
+	s->q_tail = &s->q_head;
+	s->t_tail = &s->t_head;
+	s->compress = o->compress;
+	s->evict = o->evict;
+	s->level = o->zstd_level ? o->zstd_level : 3;
+	s->queue_max = o->queue_bytes ? o->queue_bytes : DEFAULT_QUEUE;
+	s->seg_size = o->segment_size ? o->segment_size : DEFAULT_SEGMENT;
+	pthread_mutex_init(&s->q_lock, NULL);
+	pthread_mutex_init(&s->seg_lock, NULL);
+	pthread_mutex_init(&s->dctx_lock, NULL);
+	pthread_cond_init(&s->q_wake, NULL);
+	pthread_cond_init(&s->q_done, NULL);
+	s->dir = strdup(o->dir);
+	s->origin_id = o->origin_id ? strdup(o->origin_id) : NULL;
+	if (!s->dir || (o->origin_id && !s->origin_id)) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = mkdir_p(s->dir)) || (rc = take_lock(s)))
+		goto early;
+	for (tries = 0; ; tries++) {
+		rc = index_open(s);
+		if (rc == 0 && (rc = meta_load(s))) {
+			mdb_env_close(s->env);
+			s->env = NULL;
+		}
+		if (rc != E_CORRUPT || tries)
+			break;
+		reset_store(s, "damaged, truncated or of another format");
+	}
+	if (rc == E_CORRUPT)
+		rc = -EIO;
+	if (rc)
+		goto early;
+	sweep(s);
+	if (o->size) {
+		s->budget = o->size;
+	} else if (statvfs(s->dir, &vfs) == 0) {
+		s->budget = (uint64_t)(0.9 * ((double)vfs.f_bavail * (double)vfs.f_frsize +
+					      (double)s->st_bytes));
+	} else {
+		rc = -errno;
+		goto fail;
+	}
+	if (s->compress != PFS_SSD_COMPRESS_OFF && !(s->cctx = ZSTD_createCCtx())) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = -pthread_create(&s->writer, NULL, ssd_writer_main, s)))
+		goto fail;
+	s->writer_started = 1;
+	pfs_info("ssd_dir %s: %llu entries, %llu of %llu bytes", s->dir,
+		 (unsigned long long)s->st_entries, (unsigned long long)s->st_bytes,
+		 (unsigned long long)s->budget);
+	*out = s;
+	return 0;
+early:
+	if (unwritable(rc)) {
+		pfs_warn("ssd_dir %s is not writable (%s): SSD tier disabled for this mount",
+			 s->dir, strerror(-rc));
+		s->disabled = 1;
+		*out = s;
+		return 0;
+	}
+	if (rc != -EBUSY && rc != -EINVAL)
+		pfs_err("ssd_dir %s: cannot open: %s", s->dir, strerror(-rc));
+fail:
+	pfs_ssd_close(s);
+	return rc;
+}
+
+void pfs_ssd_close(struct pfs_ssd *s)
+{
+	struct item *it;
+	struct touch *t;
+
+	if (!s)
+		return;
+	if (s->writer_started) {
+		pthread_mutex_lock(&s->q_lock);
+		s->stop = 1;
+		pthread_cond_signal(&s->q_wake);
+		pthread_mutex_unlock(&s->q_lock);
+		pthread_join(s->writer, NULL);
+	}
+	while ((it = s->q_head)) {
+		s->q_head = it->next;
+		ssd_item_free(it);
+	}
+	while ((t = s->t_head)) {
+		s->t_head = t->next;
+		free(t);
+	}
+	ssd_seg_close_all(s);
+	if (s->env)
+		mdb_env_close(s->env);
+	ZSTD_freeCCtx(s->cctx);
+	for (int i = 0; i < s->ndctx; i++)
+		ZSTD_freeDCtx(s->dctx[i]);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd); /* releases the flock */
+	pthread_cond_destroy(&s->q_done);
+	pthread_cond_destroy(&s->q_wake);
+	pthread_mutex_destroy(&s->dctx_lock);
+	pthread_mutex_destroy(&s->seg_lock);
+	pthread_mutex_destroy(&s->q_lock);
+	free(s->origin_id);
+	free(s->dir);
+	free(s);
+}
+
+/* ---- the read path ---- */
+
+static int lookup(struct pfs_ssd *s, const char *key, size_t klen, struct ent *e, char *etag)
+{
+	MDB_val k = { klen, (void *)key }, v;
+	MDB_txn *txn;
+	int rc;
+
+	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)))
+		return ssd_mdb_err(rc);
+	rc = mdb_get(txn, s->db_blocks, &k, &v);
+	rc = rc ? ssd_mdb_err(rc) : ssd_ent_decode(&v, e, etag) ? -EUCLEAN : 0;
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+static ZSTD_DCtx *dctx_take(struct pfs_ssd *s)
+{
+	ZSTD_DCtx *d = NULL;
+	pthread_mutex_lock(&s->dctx_lock);
+	if (s->ndctx)
+		d = s->dctx[--s->ndctx];
+	pthread_mutex_unlock(&s->dctx_lock);
+	return d ? d : ZSTD_createDCtx();
+}
+
+static void dctx_give(struct pfs_ssd *s, ZSTD_DCtx *d)
+{
+	pthread_mutex_lock(&s->dctx_lock);
+	if (s->ndctx < SSD_DCTX_KEEP) {
+		s->dctx[s->ndctx++] = d;
+		d = NULL;
+	}
+	pthread_mutex_unlock(&s->dctx_lock);
+	ZSTD_freeDCtx(d);
+}
+
+/* Reads and verifies e's bytes into buf (len == e->rlen). 0 or -EIO. */
+static int read_block(struct pfs_ssd *s, const struct ent *e, void *buf, size_t len)
+{
+	struct segfd *f;
+	void *tmp = NULL;
+	ZSTD_DCtx *d;
+	size_t n;
+	int rc;
+
+	if (ssd_seg_get(s, e->seg, 0, &f))
+		return -EIO;
+	if (e->codec == CODEC_RAW) {
+		rc = ssd_pread_full(f->fd, buf, len, e->off);
+		if (!rc && XXH3_64bits(buf, len) != e->sum)
+			rc = -EIO;
+		goto put_seg;
+	}
+	if (!(tmp = malloc(e->slen))) {
+		rc = -ENOMEM;
+		goto put_seg;
+	}
+	rc = ssd_pread_full(f->fd, tmp, e->slen, e->off);
+	if (!rc && XXH3_64bits(tmp, e->slen) != e->sum)
+		rc = -EIO;
+	if (!rc) {
+		if (!(d = dctx_take(s))) {
+			rc = -ENOMEM;
+			goto put_seg;
+		}
+		n = ZSTD_decompressDCtx(d, buf, len, tmp, e->slen);
+		if (ZSTD_isError(n) || n != len)
+			rc = -EIO;
+		dctx_give(s, d);
+	}
+put_seg:
+	free(tmp);
+	ssd_seg_put(s, f);
+	return rc < 0 && rc != -ENOMEM ? -EIO : rc;
+}
+
+/* Asks the writer to remove key's entry if it is still the one at
+ * (seg, off); seg UINT32_MAX: whatever is there. Best effort. */
+static void queue_drop(struct pfs_ssd *s, const char *key, size_t klen, uint32_t seg,
+		       uint64_t off)
+{
+	struct item *it;
+	if (ssd_load(&s->disabled) || !(it = calloc(1, sizeof(*it) + klen)))
+		return;
+	it->kind = ITEM_DROP;
+	it->seg = seg;
+	it->off = off;
+	it->klen = klen;
+	it->cost = sizeof(*it) + klen;
+	memcpy(it->key, key, klen);
+	pthread_mutex_lock(&s->q_lock);
+	if (s->q_drops >= SSD_DROP_MAX || ssd_load(&s->disabled)) {
+		pthread_mutex_unlock(&s->q_lock);
+		free(it);
+		return;
+	}
+	*s->q_tail = it;
+	s->q_tail = &it->next;
+	s->q_bytes += it->cost;
+	s->q_drops++;
+	s->enq_ticket++;
+	pthread_cond_signal(&s->q_wake);
+	pthread_mutex_unlock(&s->q_lock);
+}
+
+static void record_hit(struct pfs_ssd *s, const char *key, size_t klen)
+{
+	struct touch *t;
+	if (s->evict != PFS_SSD_EVICT_LRU || ssd_load(&s->disabled) ||
+	    !(t = malloc(sizeof(*t) + klen)))
+		return;
+	t->klen = klen;
+	memcpy(t->key, key, klen);
+	pthread_mutex_lock(&s->q_lock);
+	if (s->t_count >= SSD_TOUCH_MAX) { /* the writer is behind: recency is a hint */
+		pthread_mutex_unlock(&s->q_lock);
+		free(t);
+		return;
+	}
+	t->next = NULL;
+	*s->t_tail = t;
+	s->t_tail = &t->next;
+	if (++s->t_count == SSD_TOUCH_BATCH)
+		pthread_cond_signal(&s->q_wake);
+	pthread_mutex_unlock(&s->q_lock);
+}
+
+int pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+		void *buf, size_t len, char *etag)
+{
+	char key[SSD_KEY_MAX];
+	struct ent e, e2;
+	size_t klen;
+	int rc;
+
+	if (!s || !s->env || !(klen = make_key(key, path, block)))
+		goto miss;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = lookup(s, key, klen, &e, etag);
+		if (rc == -EUCLEAN) { /* a malformed record: never serve it */
+			ssd_add(&s->st_csum, 1);
+			pfs_warn("ssd_dir %s: bad index record for %s block %llu; dropped",
+				 s->dir, path, (unsigned long long)block);
+			queue_drop(s, key, klen, UINT32_MAX, 0);
+			return -EIO;
+		}
+		if (rc)
+			goto miss; /* -ENOENT, or the index unreadable: a miss either way */
+		if (e.fp != fp || e.rlen != len) {
+			ssd_add(&s->st_stale, 1);
+			queue_drop(s, key, klen, e.seg, e.off);
+			return -ESTALE;
+		}
+		rc = read_block(s, &e, buf, len);
+		if (rc == 0) {
+			ssd_add(&s->st_hits, 1);
+			record_hit(s, key, klen);
+			return 0;
+		}
+		if (rc == -ENOMEM)
+			goto miss;
+		/* Evicted (punched) under us, or really bad? Ask the index again. */
+		if (lookup(s, key, klen, &e2, NULL) == 0 && e2.seg == e.seg && e2.off == e.off &&
+		    e2.sum == e.sum) {
+			ssd_add(&s->st_csum, 1);
+			pfs_warn("ssd_dir %s: %s block %llu failed its checksum (segment %u "
+				 "offset %llu); dropped", s->dir, path, (unsigned long long)block,
+				 e.seg, (unsigned long long)e.off);
+			queue_drop(s, key, klen, e.seg, e.off);
+			return -EIO;
+		}
+	}
+miss:
+	if (s)
+		ssd_add(&s->st_misses, 1);
+	return -ENOENT;
+}
+
+/* ---- the write queue ---- */
+
+int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+		const char *etag, const void *buf, size_t len)
+{
+	char key[SSD_KEY_MAX];
+	size_t klen, el = etag ? strlen(etag) : 0;
+	uint64_t alen = ssd_alignup(len);
+	struct item *it;
+	int rc;
+
+	if (!s || !len || len > UINT32_MAX || el >= PFS_SSD_ETAG_MAX)
+		return -EINVAL;
+	if (!(klen = make_key(key, path, block)))
+		return -ENAMETOOLONG;
+	if (ssd_load(&s->disabled)) {
+		rc = -EAGAIN;
+		goto refuse;
+	}
+	if (!(it = calloc(1, sizeof(*it) + klen)) || !(it->data = malloc(len))) {
+		free(it);
+		rc = -EAGAIN;
+		goto refuse;
+	}
+	it->kind = ITEM_PUT;
+	it->fp = fp;
+	it->len = len;
+	it->klen = klen;
+	it->cost = sizeof(*it) + klen + len;
+	memcpy(it->key, key, klen);
+	memcpy(it->etag, etag ? etag : "", el + 1);
+	memcpy(it->data, buf, len);
+
+	pthread_mutex_lock(&s->q_lock);
+	if (ssd_load(&s->disabled))
+		rc = -EAGAIN;
+	else if (s->evict == PFS_SSD_EVICT_NONE &&
+		 (ssd_load(&s->full) || ssd_load(&s->st_bytes) + s->q_alen + alen > s->budget))
+		rc = -ENOSPC; /* counts raw sizes: a compressible block may be refused early */
+	else if (s->q_bytes + it->cost > s->queue_max)
+		rc = -EAGAIN;
+	else
+		rc = 0;
+	if (rc == 0) {
+		*s->q_tail = it;
+		s->q_tail = &it->next;
+		s->q_bytes += it->cost;
+		s->q_alen += alen;
+		s->enq_ticket++;
+		pthread_cond_signal(&s->q_wake);
+	}
+	pthread_mutex_unlock(&s->q_lock);
+	if (rc == 0) {
+		ssd_add(&s->st_queued, 1);
+		return 0;
+	}
+	ssd_item_free(it);
+refuse:
+	ssd_add(&s->st_dropped, 1);
+	return rc;
+}
+
+void pfs_ssd_flush(struct pfs_ssd *s)
+{
+	uint64_t target;
+	if (!s || !s->writer_started)
+		return;
+	pthread_mutex_lock(&s->q_lock);
+	target = ++s->enq_ticket;
+	s->want_pass = 1;
+	pthread_cond_signal(&s->q_wake);
+	while (s->done_ticket < target)
+		pthread_cond_wait(&s->q_done, &s->q_lock);
+	pthread_mutex_unlock(&s->q_lock);
+}
+
+void pfs_ssd_stats(struct pfs_ssd *s, struct pfs_ssd_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return;
+	out->hits = ssd_load(&s->st_hits);
+	out->misses = ssd_load(&s->st_misses);
+	out->bytes = ssd_load(&s->st_bytes);
+	out->raw_bytes = ssd_load(&s->st_raw);
+	out->entries = ssd_load(&s->st_entries);
+	out->checksum_failures = ssd_load(&s->st_csum);
+	out->evictions = ssd_load(&s->st_evict);
+	out->write_errors = ssd_load(&s->st_werr);
+	out->queued = ssd_load(&s->st_queued);
+	out->dropped = ssd_load(&s->st_dropped);
+	out->compressed_blocks = ssd_load(&s->st_comp);
+	out->stale = ssd_load(&s->st_stale);
+	out->disabled = (uint64_t)ssd_load(&s->disabled);
+	out->budget = s->budget;
+	pthread_mutex_lock(&s->q_lock);
+	out->queue_bytes = s->q_bytes;
+	pthread_mutex_unlock(&s->q_lock);
+}

@@ -1,0 +1,264 @@
+/* ssd_files.c - the files of the SSD tier other than the index: the
+ * shared table of segment fds, and the saved listing. See ssd.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ssd_int.h"
+#include "../util/log.h"
+
+#define LISTING_MAGIC "PFSLIST1"
+#define LISTING_HDR 24           /* magic, le64 length, le64 XXH3 */
+
+void ssd_seg_path(const struct pfs_ssd *s, uint32_t id, char *buf)
+{
+	snprintf(buf, 4096, "%s/seg-%08x.dat", s->dir, id);
+}
+
+void ssd_path_in(const struct pfs_ssd *s, const char *name, char *buf)
+{
+	snprintf(buf, 4096, "%s/%s", s->dir, name);
+}
+
+int ssd_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* ---- segment fds ---- */
+
+static struct segfd **seg_slot(struct pfs_ssd *s, uint32_t id)
+{
+	struct segfd **p = &s->segfds[id % SSD_SEG_BUCKETS];
+	while (*p && (*p)->id != id)
+		p = &(*p)->next;
+	return p;
+}
+
+int ssd_seg_get(struct pfs_ssd *s, uint32_t id, int create, struct segfd **out)
+{
+	char path[4096];
+	struct segfd *f, **p;
+	int fd;
+
+	if (!create) {
+		pthread_mutex_lock(&s->seg_lock);
+		f = *seg_slot(s, id);
+		if (f)
+			f->refs++;
+		pthread_mutex_unlock(&s->seg_lock);
+		if (f) {
+			*out = f;
+			return 0;
+		}
+	}
+	ssd_seg_path(s, id, path);
+	fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0644);
+	if (fd < 0)
+		return -errno;
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f->id = id;
+	f->fd = fd;
+	f->refs = 2; /* the table's and the caller's */
+	pthread_mutex_lock(&s->seg_lock);
+	p = seg_slot(s, id);
+	if (*p && !create) { /* another reader opened it meanwhile */
+		(*p)->refs++;
+		*out = *p;
+		pthread_mutex_unlock(&s->seg_lock);
+		close(fd);
+		free(f);
+		return 0;
+	}
+	if (*p) { /* a stale entry of a reused id (crash leftovers): replace it */
+		struct segfd *old = *p;
+		*p = old->next;
+		if (--old->refs == 0) {
+			close(old->fd);
+			free(old);
+		}
+	}
+	f->next = s->segfds[id % SSD_SEG_BUCKETS];
+	s->segfds[id % SSD_SEG_BUCKETS] = f;
+	pthread_mutex_unlock(&s->seg_lock);
+	*out = f;
+	return 0;
+}
+
+void ssd_seg_put(struct pfs_ssd *s, struct segfd *f)
+{
+	int last;
+	pthread_mutex_lock(&s->seg_lock);
+	last = --f->refs == 0;
+	pthread_mutex_unlock(&s->seg_lock);
+	if (last) {
+		close(f->fd);
+		free(f);
+	}
+}
+
+void ssd_seg_forget(struct pfs_ssd *s, uint32_t id)
+{
+	struct segfd *f, **p;
+	pthread_mutex_lock(&s->seg_lock);
+	p = seg_slot(s, id);
+	f = *p;
+	if (f)
+		*p = f->next;
+	pthread_mutex_unlock(&s->seg_lock);
+	if (f)
+		ssd_seg_put(s, f);
+}
+
+void ssd_seg_close_all(struct pfs_ssd *s)
+{
+	for (int i = 0; i < SSD_SEG_BUCKETS; i++) {
+		while (s->segfds[i]) {
+			struct segfd *f = s->segfds[i];
+			s->segfds[i] = f->next;
+			close(f->fd);
+			free(f);
+		}
+	}
+}
+
+/* ---- the listing ---- */
+
+static void le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++, v >>= 8)
+		p[i] = (unsigned char)v;
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int pfs_ssd_save_listing(struct pfs_ssd *s, const void *buf, size_t len)
+{
+	char tmp[4096], path[4096];
+	unsigned char hdr[LISTING_HDR];
+	int fd, rc = 0;
+
+	if (!s || (!buf && len))
+		return -EINVAL;
+	if (len > PFS_SSD_LISTING_MAX)
+		return -EFBIG;
+	if (!s->env)
+		return -EROFS;
+	ssd_path_in(s, "listing.XXXXXX", tmp);
+	ssd_path_in(s, "listing", path);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+		return -errno;
+	memcpy(hdr, LISTING_MAGIC, 8);
+	le64(hdr + 8, len);
+	le64(hdr + 16, XXH3_64bits(buf, len));
+	{
+		ssize_t n = pwrite(fd, hdr, sizeof(hdr), 0);
+		size_t done = 0;
+		if (n != (ssize_t)sizeof(hdr))
+			rc = n < 0 ? -errno : -EIO;
+		while (!rc && done < len) {
+			n = pwrite(fd, (const char *)buf + done, len - done,
+				   (off_t)(LISTING_HDR + done));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				rc = n < 0 ? -errno : -EIO;
+			else
+				done += (size_t)n;
+		}
+	}
+	if (!rc && fsync(fd))
+		rc = -errno;
+	close(fd);
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		pfs_warn("ssd_dir %s: cannot save the listing: %s", s->dir, strerror(-rc));
+		return rc;
+	}
+	fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+int pfs_ssd_load_listing(struct pfs_ssd *s, char **buf, size_t *len)
+{
+	char path[4096];
+	unsigned char hdr[LISTING_HDR];
+	struct stat sb;
+	uint64_t n;
+	char *p = NULL;
+	int fd, rc;
+
+	*buf = NULL;
+	*len = 0;
+	if (!s)
+		return -EINVAL;
+	ssd_path_in(s, "listing", path);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (fstat(fd, &sb) || (rc = ssd_pread_full(fd, hdr, sizeof(hdr), 0)) ||
+	    memcmp(hdr, LISTING_MAGIC, 8)) {
+		rc = -EIO;
+		goto close_fd;
+	}
+	n = get_le64(hdr + 8);
+	if (n > PFS_SSD_LISTING_MAX) {
+		rc = -EFBIG;
+		goto close_fd;
+	}
+	if ((uint64_t)sb.st_size != LISTING_HDR + n) {
+		rc = -EIO;
+		goto close_fd;
+	}
+	if (!(p = malloc(n + 1))) {
+		rc = -ENOMEM;
+		goto close_fd;
+	}
+	if ((rc = ssd_pread_full(fd, p, n, LISTING_HDR)) == 0 &&
+	    XXH3_64bits(p, n) != get_le64(hdr + 16))
+		rc = -EIO;
+	if (rc) {
+		free(p);
+		rc = -EIO;
+		goto close_fd;
+	}
+	p[n] = 0;
+	*buf = p;
+	*len = n;
+close_fd:
+	close(fd);
+	if (rc == -EIO)
+		pfs_warn("ssd_dir %s: the saved listing is damaged; ignoring it", s->dir);
+	return rc;
+}

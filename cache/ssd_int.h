@@ -1,0 +1,200 @@
+/* ssd_int.h - private to cache/ssd.c and cache/ssd_store.c: the tier's
+ * struct, the on-disk record formats, and the helpers both halves use.
+ * Nothing outside cache/ssd*.c includes this. See ssd.c's top comment for
+ * the design. */
+#ifndef PFS_SSD_INT_H
+#define PFS_SSD_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "ssd.h"
+
+#define SSD_FORMAT 1             /* meta "format": bump on any record change */
+#define SSD_ALIGN 4096u          /* entries start on file-system block bounds */
+#define SSD_KEY_MAX (PFS_SSD_PATH_MAX + 1 + 8)
+#define SSD_SEG_BUCKETS 256
+#define SSD_DCTX_KEEP 16
+#define SSD_KINDS 64
+#define SSD_KIND_LEN 16
+#define SSD_TOUCH_MAX 65536      /* recorded hits kept for the writer */
+#define SSD_TOUCH_BATCH 4096     /* this many wake the writer */
+#define SSD_DROP_MAX 4096        /* queued drop requests */
+
+enum codec { CODEC_RAW = 0, CODEC_ZSTD = 1 };
+
+/* blocks DB value: this header, then etag_len bytes of validator. Stored
+ * in host byte order (the index is never moved between machines). */
+struct ent {
+	uint64_t off;      /* in the segment */
+	uint64_t sum;      /* XXH3-64 of the stored bytes */
+	uint64_t fp;       /* the object's listing fingerprint */
+	uint64_t seq;      /* last access; the lru DB maps seq -> key */
+	uint32_t seg;      /* segment id */
+	uint32_t slen;     /* stored length */
+	uint32_t rlen;     /* raw length */
+	uint8_t codec;     /* enum codec */
+	uint8_t etag_len;
+	uint8_t pad[2];
+};
+
+/* segs DB value, keyed by big-endian segment id. */
+struct segrec {
+	uint64_t live;     /* aligned bytes of the entries in it */
+	uint64_t end;      /* append offset: bytes past it are not referenced */
+};
+
+enum item_kind { ITEM_PUT, ITEM_DROP };
+
+/* One queued request. PUT: a block to store. DROP: remove key's entry if
+ * it is still the version at (seg, off) (a get found it bad or stale). */
+struct item {
+	struct item *next;
+	enum item_kind kind;
+	uint64_t fp;
+	uint32_t seg;             /* DROP */
+	uint64_t off;             /* DROP */
+	size_t len;               /* PUT: raw length */
+	void *data;               /* PUT: owned copy */
+	size_t cost;              /* what it counts against the queue bound */
+	char etag[PFS_SSD_ETAG_MAX];
+	/* writer scratch */
+	void *stored;             /* data, or an owned compressed buffer */
+	uint32_t slen;
+	uint8_t codec;
+	uint64_t sum, alen;
+	int skip;
+	uint64_t khash;
+	size_t klen;
+	char key[];
+};
+
+struct touch {
+	struct touch *next;
+	size_t klen;
+	char key[];
+};
+
+struct segfd {
+	uint32_t id;
+	int fd;
+	int refs;                 /* seg_lock; the table holds one */
+	struct segfd *next;
+};
+
+struct kind {
+	char ext[SSD_KIND_LEN];
+	unsigned samples;
+	uint64_t raw, comp;
+	int off;                  /* AUTO decided: store raw */
+};
+
+struct pfs_ssd {
+	char *dir;
+	char *origin_id;
+	enum pfs_ssd_compress compress;
+	enum pfs_ssd_evict evict;
+	int level;
+	uint64_t budget, queue_max, seg_size;
+	int lock_fd;
+	MDB_env *env;             /* NULL: disabled from the start (read-only dir) */
+	MDB_dbi db_meta, db_blocks, db_lru, db_segs;
+
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_wake;    /* the writer waits here */
+	pthread_cond_t q_done;    /* flushers wait here */
+	struct item *q_head, **q_tail; /* q_lock */
+	uint64_t q_bytes;         /* q_lock: cost of the queued items */
+	uint64_t q_alen;          /* q_lock: aligned raw length of queued puts */
+	unsigned q_drops;         /* q_lock */
+	struct touch *t_head, **t_tail; /* q_lock: in access order */
+	unsigned t_count;         /* q_lock */
+	uint64_t enq_ticket;      /* q_lock: items (and flushes) ever queued */
+	uint64_t done_ticket;     /* q_lock: of those, finished */
+	int want_pass;            /* q_lock: a flush asked for a pass */
+	int stop;                 /* q_lock */
+	pthread_t writer;
+	int writer_started;
+
+	pthread_mutex_t seg_lock;
+	struct segfd *segfds[SSD_SEG_BUCKETS]; /* seg_lock */
+
+	pthread_mutex_t dctx_lock;
+	ZSTD_DCtx *dctx[SSD_DCTX_KEEP]; /* dctx_lock */
+	int ndctx;                /* dctx_lock */
+
+	/* Writer thread only (open/close before it starts / after it ends). */
+	ZSTD_CCtx *cctx;
+	struct kind kinds[SSD_KINDS];
+	int nkinds;
+	uint32_t cur_seg, next_seg; /* 0: no segment yet */
+	uint64_t cur_end;         /* append offset in cur_seg */
+	uint64_t next_seq;
+
+	/* Atomics (__atomic builtins); the gauges are written by the writer. */
+	uint64_t st_hits, st_misses, st_bytes, st_raw, st_entries, st_csum,
+		st_evict, st_werr, st_queued, st_dropped, st_comp, st_stale;
+	int disabled;
+	int full;                 /* EVICT_NONE: the writer had to refuse */
+};
+
+#define ssd_add(p, n) __atomic_add_fetch((p), (n), __ATOMIC_RELAXED)
+#define ssd_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ssd_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+static inline uint64_t ssd_alignup(uint64_t n)
+{
+	return (n + SSD_ALIGN - 1) & ~(uint64_t)(SSD_ALIGN - 1);
+}
+
+static inline void ssd_be64(unsigned char *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (unsigned char)v;
+}
+
+static inline uint64_t ssd_get_be64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Parses a blocks DB value; returns 0, or -EIO when malformed. etag may be
+ * NULL. */
+int ssd_ent_decode(const MDB_val *v, struct ent *e, char *etag);
+
+/* LMDB's codes to negative errnos: the one place they are translated. */
+int ssd_mdb_err(int rc);
+/* Whether rc says the index itself is damaged or unreadable. */
+int ssd_mdb_corrupt(int rc);
+
+/* ssd_files.c: "dir/seg-XXXXXXXX.dat" and "dir/NAME" into buf (4096). */
+void ssd_seg_path(const struct pfs_ssd *s, uint32_t id, char *buf);
+void ssd_path_in(const struct pfs_ssd *s, const char *name, char *buf);
+/* Reads exactly len bytes at off: 0, -EIO at end of file, or -errno. */
+int ssd_pread_full(int fd, void *buf, size_t len, uint64_t off);
+
+/* Segment fds shared by readers and the writer, reference-counted so a
+ * segment unlinked by the writer is closed only after its last reader.
+ * ssd_seg_get returns 0 and the entry (release with ssd_seg_put) or a
+ * negative errno; create: open O_CREAT|O_TRUNC (the writer, new segment). */
+int ssd_seg_get(struct pfs_ssd *s, uint32_t id, int create, struct segfd **out);
+void ssd_seg_put(struct pfs_ssd *s, struct segfd *f);
+/* Removes id from the table (after its file was unlinked). */
+void ssd_seg_forget(struct pfs_ssd *s, uint32_t id);
+void ssd_seg_close_all(struct pfs_ssd *s);
+
+/* The writer thread's body (ssd_store.c). */
+void *ssd_writer_main(void *arg);
+
+/* ENABLED -> DISABLED, once: logs why, drops the queue. */
+void ssd_disable(struct pfs_ssd *s, int err, const char *what);
+
+void ssd_item_free(struct item *it);
+
+#endif
