@@ -142,8 +142,9 @@ static int load_listing(const struct pfs_opts *o, const struct pfs_origin_opts *
 
 static void ssd_stats_source(void *ctx, struct pfs_stat_list *l)
 {
-	struct pfs_ssd_stats s;
-	pfs_ssd_stats(ctx, &s);
+	struct pfs_ssd_stats s = {0}; /* no SSD tier: the members read 0 */
+	if (ctx)
+		pfs_ssd_stats(ctx, &s);
 	pfs_stat_list_add(l, "ssd.hits", (double)s.hits, 0);
 	pfs_stat_list_add(l, "ssd.misses", (double)s.misses, 0);
 	pfs_stat_list_add(l, "ssd.bytes", (double)s.bytes, 1);
@@ -249,8 +250,7 @@ int main(int argc, char **argv)
 		pfs_err("listing %s failed: %s", pfs_origin_name(origin), strerror(-rc));
 		goto out_ssd;
 	}
-	if (ssd)
-		pfs_ctl_add_stats_source(ssd_stats_source, ssd);
+	pfs_ctl_add_stats_source(ssd_stats_source, ssd);
 	pfs_info("%s: %u entries, %llu bytes, listed in %.2f s (%zu bytes of metadata)",
 		 pfs_origin_name(origin), pfs_ftable_count(ft),
 		 (unsigned long long)pfs_ftable_total_bytes(ft), now_s() - t0,
