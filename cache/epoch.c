@@ -85,3 +85,11 @@ uint64_t pfs_epoch_files_read(const struct pfs_epoch *t)
 {
 	return (uint32_t)__atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
 }
+
+int pfs_epoch_is_read(const struct pfs_epoch *t, uint32_t file)
+{
+	if (file >= t->nfiles)
+		return 0;
+	uint32_t epoch = (uint32_t)(__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) >> 32);
+	return __atomic_load_n(&t->gen[file], __ATOMIC_RELAXED) == epoch;
+}

@@ -49,5 +49,7 @@ uint64_t pfs_epoch_note_read(struct pfs_epoch *t, uint32_t file);
  * read in it so far. Any thread; a snapshot. */
 uint64_t pfs_epoch_current(const struct pfs_epoch *t);
 uint64_t pfs_epoch_files_read(const struct pfs_epoch *t);
+/* 1 if `file` was read in the current epoch. Any thread; a snapshot. */
+int pfs_epoch_is_read(const struct pfs_epoch *t, uint32_t file);
 
 #endif

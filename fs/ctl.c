@@ -19,7 +19,7 @@
 
 #define SNAP_CAP 65536
 
-enum { CTL_DIR, CTL_STATS, CTL_METRICS, CTL__COUNT };
+enum { CTL_DIR, CTL_STATS, CTL_METRICS, CTL_ORDER, CTL__COUNT };
 
 #define MAX_SOURCES 8
 static struct source {
@@ -62,6 +62,7 @@ static const struct ctl_file {
 } files[CTL__COUNT] = {
 	[CTL_STATS] = {"stats", render_json},
 	[CTL_METRICS] = {"metrics", render_metrics},
+	[CTL_ORDER] = {"order", NULL}, /* written, not read: see order.h */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,10 +82,25 @@ int pfs_ctl_lookup(uint64_t dir_ino, const char *name, uint64_t *ino)
 	return -ENOENT;
 }
 
+/* Renders, then pads with newlines to a multiple of 4 KiB: a reader going
+ * on past its first read gets EOF instead of the tail of a newer, longer
+ * rendering (each read of a control file starts with a getattr, which
+ * re-renders). Newlines are whitespace to JSON and to Prometheus. */
+static size_t render_padded(int i)
+{
+	size_t n = files[i].render(snap[i], SNAP_CAP);
+	size_t padded = (n + 4095) / 4096 * 4096;
+	if (padded > SNAP_CAP - 1)
+		padded = SNAP_CAP - 1;
+	memset(snap[i] + n, '\n', padded - n);
+	snap[i][padded] = '\0';
+	return padded;
+}
+
 static size_t take_snapshot(int i)
 {
 	pthread_mutex_lock(&snap_lock);
-	snap_len[i] = files[i].render(snap[i], SNAP_CAP);
+	snap_len[i] = render_padded(i);
 	size_t n = snap_len[i];
 	pthread_mutex_unlock(&snap_lock);
 	return n;
@@ -105,6 +121,9 @@ int pfs_ctl_getattr(uint64_t ino, struct stat *st)
 	if (i == CTL_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
+	} else if (!files[i].render) {
+		st->st_mode = S_IFREG | 0666;
+		st->st_nlink = 1;
 	} else {
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
@@ -118,9 +137,13 @@ int pfs_ctl_read(uint64_t ino, uint64_t off, size_t size, char *buf, size_t *got
 	uint64_t i = ino - PFS_CTL_INO_BASE;
 	if (!pfs_ctl_is(ino) || i == CTL_DIR || i >= CTL__COUNT)
 		return -EISDIR;
+	if (!files[i].render) {
+		*got = 0;
+		return 0;
+	}
 	pthread_mutex_lock(&snap_lock);
 	if (!snap_len[i])
-		snap_len[i] = files[i].render(snap[i], SNAP_CAP);
+		snap_len[i] = render_padded((int)i);
 	size_t n = 0;
 	if (off < snap_len[i]) {
 		n = snap_len[i] - off < size ? snap_len[i] - off : size;

@@ -1,5 +1,6 @@
 /* ctl.h - the hidden control tree MOUNT/.prestofs/ (like ZFS's .zfs):
  * `stats` (JSON) and `metrics` (Prometheus text) render the same values;
+ * `order` takes order hints (order.h);
  * never listed in the mount root, reachable by path. A dataset entry named
  * ".prestofs" in the root is shadowed by it.
  *
@@ -16,6 +17,7 @@
 #define PFS_CTL_NAME ".prestofs"
 #define PFS_CTL_INO_BASE (1ull << 40)
 #define PFS_CTL_INO_DIR PFS_CTL_INO_BASE
+#define PFS_CTL_INO_ORDER (PFS_CTL_INO_BASE + 3) /* written by loaders */
 
 static inline int pfs_ctl_is(uint64_t ino) { return ino >= PFS_CTL_INO_BASE; }
 

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/statvfs.h>
@@ -16,8 +17,11 @@
 #include "ctl.h"
 #include "fs.h"
 #include "ftable.h"
+#include "order.h"
+#include "../prefetch/prefetch.h"
 #include "../cache/bcache.h"
 #include "../cache/epoch.h"
+#include "../cache/policy.h"
 #include "../cache/ssd.h"
 #include "../origin/origin.h"
 #include "../util/log.h"
@@ -36,7 +40,17 @@ struct pfs_fs {
 	uid_t uid;
 	gid_t gid;
 	int no_open, no_opendir; /* set once in init, read-only afterwards */
+	enum pfs_policy policy;
+	struct pfs_prefetch *prefetch; /* set before mounting, or NULL */
+	struct pfs_order *order;
+	/* The current epoch's counters: bases taken when it began (atomics). */
+	uint64_t epoch_seen, base_hits, base_misses, base_stall_ns;
+	uint64_t stall_ns; /* atomic: time demand reads waited for data */
 };
+
+/* A demand read that took longer than this waited for a fill (a RAM hit
+ * takes about a microsecond). */
+#define STALL_THRESHOLD_NS 50000
 
 int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 {
@@ -48,6 +62,7 @@ int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 	fs->cache = conf->cache;
 	fs->ssd = conf->ssd;
 	fs->epoch = conf->epoch;
+	fs->policy = conf->policy;
 	fs->block_size = conf->block_size;
 	fs->uid = getuid();
 	fs->gid = getgid();
@@ -57,7 +72,54 @@ int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 
 void pfs_fs_destroy(struct pfs_fs *fs)
 {
+	if (!fs)
+		return;
+	pfs_order_destroy(fs->order);
 	free(fs);
+}
+
+int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p)
+{
+	fs->prefetch = p;
+	return pfs_order_create(fs->ft, p, &fs->order);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* A read at offset 0 starts a sample: epoch tracking. When it opens a new
+ * epoch, that epoch's counters start from here. */
+static void note_sample(struct pfs_fs *fs, uint32_t node)
+{
+	uint64_t e = pfs_epoch_note_read(fs->epoch, node);
+	uint64_t seen = LOAD(fs->epoch_seen);
+	if (e != seen && __atomic_compare_exchange_n(&fs->epoch_seen, &seen, e, 0,
+						     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		STORE(fs->base_hits, pfs_stat_get(ram_hits));
+		STORE(fs->base_misses, pfs_stat_get(ram_misses));
+		STORE(fs->base_stall_ns, LOAD(fs->stall_ns));
+		pfs_bcache_set_epoch(fs->cache, e);
+		pfs_info("epoch %llu begins", (unsigned long long)e);
+	}
+}
+
+void pfs_fs_stats(void *ctx, struct pfs_stat_list *l)
+{
+	struct pfs_fs *fs = ctx;
+	pfs_stat_list_add(l, "epoch.demand_hits",
+			  (double)(pfs_stat_get(ram_hits) - LOAD(fs->base_hits)), 1);
+	pfs_stat_list_add(l, "epoch.demand_misses",
+			  (double)(pfs_stat_get(ram_misses) - LOAD(fs->base_misses)), 1);
+	pfs_stat_list_add(l, "epoch.stall_seconds",
+			  (double)(LOAD(fs->stall_ns) - LOAD(fs->base_stall_ns)) / 1e9, 1);
+	pfs_stat_list_add(l, "stall_seconds", (double)LOAD(fs->stall_ns) / 1e9, 0);
 }
 
 static struct pfs_fs *fs_of(fuse_req_t req)
@@ -127,6 +189,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 96;
 	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	/* Opens are not sent (no-open), so an O_TRUNC must arrive as a
+	 * setattr: that is how a loader's rewrite of the order file and a
+	 * truncating open of a dataset file (EROFS) reach us. */
+	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->want &= ~(unsigned)FUSE_CAP_SPLICE_READ;
 	pfs_debug("kernel: no_open=%d no_opendir=%d", fs->no_open, fs->no_opendir);
 }
@@ -297,10 +363,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	/* A read of a file's first byte starts a sample: it drives epoch
 	 * tracking (see cache/epoch.h); re-reads come from the page cache. */
-	if (start == 0) {
-		uint64_t e = pfs_epoch_note_read(fs->epoch, node);
-		pfs_bcache_set_epoch(fs->cache, e);
-	}
+	if (start == 0)
+		note_sample(fs, node);
+	uint64_t t0 = now_ns();
 	uint64_t end = info.size - start < size ? info.size : start + size;
 	uint64_t bs = fs->block_size;
 	uint64_t first = start / bs, last = (end - 1) / bs;
@@ -325,10 +390,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		iov[got].iov_len = (size_t)(hi - lo);
 		got++;
 	}
+	uint64_t waited = now_ns() - t0;
+	if (waited > STALL_THRESHOLD_NS)
+		__atomic_add_fetch(&fs->stall_ns, waited, __ATOMIC_RELAXED);
 	if (rc < 0)
 		fuse_reply_err(req, rc == -ENOENT || rc == -EACCES || rc == -ENOMEM ? -rc : EIO);
 	else
 		fuse_reply_iov(req, iov, (int)got);
+	if (rc == 0 && fs->prefetch)
+		pfs_prefetch_on_read(fs->prefetch, node, info.size, start, (size_t)(end - start));
 	for (size_t i = 0; i < got; i++)
 		pfs_bcache_put(fs->cache, blocks[i]);
 	if (blocks != stackb)
@@ -458,8 +528,24 @@ static void deny(fuse_req_t req)
 	pfs_stat_op(PFS_OP_WRITE_DENIED);
 	fuse_reply_err(req, EROFS);
 }
+/* The order file takes writes and truncation; everything else is the
+ * dataset, which is read-only. */
 static void op_setattr(fuse_req_t r, fuse_ino_t i, struct stat *a, int s, struct fuse_file_info *f)
-{ (void)i; (void)a; (void)s; (void)f; deny(r); }
+{
+	struct pfs_fs *fs = fs_of(r);
+	(void)f;
+	if (i != PFS_CTL_INO_ORDER || !fs->order || (s & ~(FUSE_SET_ATTR_SIZE |
+	    FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME |
+	    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))) {
+		deny(r);
+		return;
+	}
+	if ((s & FUSE_SET_ATTR_SIZE) && a->st_size == 0)
+		pfs_order_reset(fs->order);
+	struct stat st;
+	pfs_ctl_getattr(i, &st);
+	fuse_reply_attr(r, &st, 0);
+}
 static void op_mknod(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m, dev_t d)
 { (void)p; (void)n; (void)m; (void)d; deny(r); }
 static void op_mkdir(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m)
@@ -475,7 +561,16 @@ static void op_link(fuse_req_t r, fuse_ino_t i, fuse_ino_t np, const char *n)
 { (void)i; (void)np; (void)n; deny(r); }
 static void op_write(fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t o,
 		     struct fuse_file_info *f)
-{ (void)i; (void)b; (void)s; (void)o; (void)f; deny(r); }
+{
+	struct pfs_fs *fs = fs_of(r);
+	(void)f;
+	if (i != PFS_CTL_INO_ORDER || !fs->order || o < 0) {
+		deny(r);
+		return;
+	}
+	pfs_order_write(fs->order, (uint64_t)o, b, s);
+	fuse_reply_write(r, s);
+}
 static void op_create(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m,
 		      struct fuse_file_info *f)
 { (void)p; (void)n; (void)m; (void)f; deny(r); }
@@ -484,6 +579,36 @@ static void op_setxattr(fuse_req_t r, fuse_ino_t i, const char *n, const char *v
 { (void)i; (void)n; (void)v; (void)s; (void)f; deny(r); }
 static void op_removexattr(fuse_req_t r, fuse_ino_t i, const char *n)
 { (void)i; (void)n; deny(r); }
+
+int pfs_fs_prefetch_block(void *ctx, uint32_t node, uint64_t blk, size_t len)
+{
+	struct pfs_fs *fs = ctx;
+	struct pfs_fnode info;
+	if (pfs_ftable_get(fs->ft, node, &info) < 0 || info.is_dir)
+		return -ENOENT;
+	struct fill_ctx c = {fs, node, info.size, blk * fs->block_size, info.fp};
+	struct pfs_block *b;
+	int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, blk, len, info.size,
+				PFS_BCACHE_PREFETCH, fill_block, &c, &b);
+	if (rc == 0)
+		pfs_bcache_put(fs->cache, b);
+	return rc;
+}
+
+/* Prefetch while the resident set has room, then into the staging area
+ * (policy epoch) while it has room: never by evicting what the epoch
+ * still needs. Under lru, a bounded amount in flight. */
+int pfs_fs_prefetch_room(void *ctx, uint64_t len, uint64_t inflight)
+{
+	struct pfs_fs *fs = ctx;
+	struct pfs_bcache_stats s;
+	pfs_bcache_stats(fs->cache, &s);
+	if (s.resident_bytes + inflight + len <= s.budget)
+		return 1;
+	if (s.staged_bytes + inflight + len <= s.stage_budget)
+		return 1;
+	return fs->policy == PFS_POLICY_LRU && inflight + len <= s.budget / 4;
+}
 
 static const struct fuse_lowlevel_ops ops = {
 	.init = op_init,

@@ -11,6 +11,7 @@
 #define PFS_FS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct pfs_ftable;
 struct pfs_origin;
@@ -26,6 +27,7 @@ struct pfs_fs_conf {
 	struct pfs_bcache *cache;
 	struct pfs_ssd *ssd;   /* NULL: no SSD tier */
 	struct pfs_epoch *epoch;
+	int policy;            /* enum pfs_policy */
 	size_t block_size;
 };
 
@@ -33,6 +35,20 @@ struct pfs_fs;
 
 int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out);
 void pfs_fs_destroy(struct pfs_fs *fs);
+
+/* Attaches the prefetcher (NULL: none) and creates the order control
+ * file's parser. Call once, before mounting. */
+struct pfs_prefetch;
+int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p);
+
+/* Callbacks for the prefetcher (ctx: the pfs_fs). See prefetch.h. */
+int pfs_fs_prefetch_block(void *ctx, uint32_t node, uint64_t blk, size_t len);
+int pfs_fs_prefetch_room(void *ctx, uint64_t len, uint64_t inflight);
+
+/* Stats source (ctx: the pfs_fs): epoch.demand_hits, epoch.demand_misses,
+ * epoch.stall_seconds, stall_seconds. */
+struct pfs_stat_list;
+void pfs_fs_stats(void *ctx, struct pfs_stat_list *l);
 
 /* The operations table; pass the pfs_fs as userdata to fuse_session_new. */
 const struct fuse_lowlevel_ops *pfs_fs_ops(void);

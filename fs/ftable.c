@@ -406,3 +406,24 @@ void pfs_ftable_set_etag(struct pfs_ftable *ft, uint32_t node, const char *etag)
 						  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		free(copy);
 }
+
+int pfs_ftable_resolve(const struct pfs_ftable *ft, const char *path, uint32_t *out)
+{
+	uint32_t cur = PFS_FTABLE_ROOT;
+	char name[256];
+	while (*path) {
+		size_t n = strcspn(path, "/");
+		if (n >= sizeof(name))
+			return -ENOENT;
+		if (n) {
+			memcpy(name, path, n);
+			name[n] = '\0';
+			int rc = pfs_ftable_lookup(ft, cur, name, &cur);
+			if (rc < 0)
+				return rc;
+		}
+		path += n + (path[n] == '/');
+	}
+	*out = cur;
+	return 0;
+}

@@ -53,6 +53,9 @@ size_t pfs_ftable_memory(const struct pfs_ftable *ft);
 /* Child `name` of directory `dir`: 0 and *out, or -ENOENT / -ENOTDIR. */
 int pfs_ftable_lookup(const struct pfs_ftable *ft, uint32_t dir, const char *name,
 		      uint32_t *out);
+/* Node of a relative '/'-separated path ("" is the root): 0 and *out, or
+ * -ENOENT / -ENOTDIR. Leading, trailing and repeated '/' are ignored. */
+int pfs_ftable_resolve(const struct pfs_ftable *ft, const char *path, uint32_t *out);
 /* Fills *info; -ENOENT if node is out of range. */
 int pfs_ftable_get(const struct pfs_ftable *ft, uint32_t node, struct pfs_fnode *info);
 /* Name of node (the root's is ""); valid as long as the table. */

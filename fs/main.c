@@ -21,6 +21,7 @@
 #include "../origin/manifest.h"
 #include "../origin/origin.h"
 #include "../cache/epoch.h"
+#include "../prefetch/prefetch.h"
 #include "../util/log.h"
 #include "../util/stats.h"
 
@@ -176,6 +177,21 @@ static void epoch_stats_source(void *ctx, struct pfs_stat_list *l)
 	pfs_stat_list_add(l, "epoch.files_read", (double)pfs_epoch_files_read(ctx), 1);
 }
 
+static void prefetch_stats_source(void *ctx, struct pfs_stat_list *l)
+{
+	struct pfs_prefetch_stats s;
+	pfs_prefetch_stats(ctx, &s);
+	pfs_stat_list_add(l, "prefetch.inflight", (double)s.inflight, 1);
+	pfs_stat_list_add(l, "prefetch.blocks", (double)s.blocks, 0);
+	pfs_stat_list_add(l, "prefetch.bytes", (double)s.bytes, 0);
+	pfs_stat_list_add(l, "prefetch.errors", (double)s.errors, 0);
+	pfs_stat_list_add(l, "prefetch.readahead_blocks", (double)s.readahead_blocks, 0);
+	pfs_stat_list_add(l, "prefetch.background_files", (double)s.background_files, 0);
+	pfs_stat_list_add(l, "prefetch.order_entries", (double)s.order_entries, 1);
+	pfs_stat_list_add(l, "prefetch.order_unknown", (double)s.order_unknown, 1);
+	pfs_stat_list_add(l, "prefetch.order_position", (double)s.order_position, 1);
+}
+
 static int open_ssd(const struct pfs_opts *o, const char *origin_id, struct pfs_ssd **out)
 {
 	*out = NULL;
@@ -206,6 +222,7 @@ int main(int argc, char **argv)
 	struct pfs_ftable *ft = NULL;
 	struct pfs_bcache *cache = NULL;
 	struct pfs_epoch *epoch = NULL;
+	struct pfs_prefetch *prefetch = NULL;
 	struct pfs_fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *lcfg = NULL;
@@ -256,22 +273,39 @@ int main(int argc, char **argv)
 		 (unsigned long long)pfs_ftable_total_bytes(ft), now_s() - t0,
 		 pfs_ftable_memory(ft));
 
-	/* ram_size is the whole RAM tier. Until a prefetcher fills it, the
-	 * staging area of the epoch policy gets nothing, so epoch behaves
-	 * exactly as minio. */
-	struct pfs_bcache_opts bo = {o.ram_size, o.block_size, o.policy, o.resident, 0};
+	/* ram_size is the whole RAM tier: under the epoch policy with the
+	 * prefetcher on, prefetch_ram_share of it is the staging area, the
+	 * rest the resident set. Without staging, epoch behaves as minio. */
+	uint64_t stage = o.policy == PFS_POLICY_EPOCH && o.prefetch ?
+			 (uint64_t)((double)o.ram_size * o.prefetch_ram_share) : 0;
+	struct pfs_bcache_opts bo = {o.ram_size - stage, o.block_size, o.policy,
+				     o.resident, stage};
 	if (pfs_bcache_create(&bo, &cache) < 0)
 		goto out_ft;
 	if (pfs_epoch_create(pfs_ftable_count(ft), &epoch) < 0)
 		goto out_cache;
 	pfs_ctl_add_stats_source(bcache_stats_source, cache);
 	pfs_ctl_add_stats_source(epoch_stats_source, epoch);
-	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.block_size};
+	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.policy, o.block_size};
 	if (pfs_fs_create(&conf, &fs) < 0)
 		goto out_cache;
+	pfs_ctl_add_stats_source(pfs_fs_stats, fs);
+	if (o.prefetch) {
+		struct pfs_prefetch_opts po = {
+			.ft = ft, .epoch = epoch, .block_size = o.block_size,
+			.workers = (unsigned)o.prefetch_inflight,
+			.window = (unsigned)o.prefetch_window,
+			.fetch = pfs_fs_prefetch_block, .room = pfs_fs_prefetch_room, .ctx = fs,
+		};
+		if (pfs_prefetch_create(&po, &prefetch) < 0)
+			goto out_fs;
+		pfs_ctl_add_stats_source(prefetch_stats_source, prefetch);
+	}
+	if (pfs_fs_set_prefetch(fs, prefetch) < 0)
+		goto out_prefetch;
 	se = fuse_session_new(&fargs, pfs_fs_ops(), sizeof(struct fuse_lowlevel_ops), fs);
 	if (!se)
-		goto out_fs;
+		goto out_prefetch;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
@@ -295,6 +329,8 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
+out_prefetch:
+	pfs_prefetch_destroy(prefetch); /* before the fs its workers call */
 out_fs:
 	pfs_fs_destroy(fs);
 out_cache:

@@ -466,7 +466,10 @@ int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
 	/* What goes to libfuse: read-only, our name, and the FUSE options. */
 	if (fuse_opt_add_arg(fuse, argv[0]) ||
 	    fuse_opt_add_arg(fuse, "-o") ||
-	    fuse_opt_add_arg(fuse, "ro,subtype=prestofs,max_read=1048576"))
+	    /* Not "ro": the kernel would then refuse the writes of order hints
+	     * to MOUNT/.prestofs/order. The daemon answers every write to the
+	     * dataset with EROFS itself. */
+	    fuse_opt_add_arg(fuse, "subtype=prestofs,max_read=1048576"))
 		return -ENOMEM;
 	char *fsname = NULL;
 	if (fuse_opt_add_opt_escaped(&fsname, o->origin) < 0)

@@ -20,7 +20,9 @@ from helpers.nginx import free_port
 
 MiB = 1 << 20
 TIMEOUT, RETRIES = 1, 2
-OPTS = {"timeout": TIMEOUT, "retries": RETRIES}
+# Demand reads only: background prefetch would add requests and in-flight
+# fetches to the counters these tests check.
+OPTS = {"timeout": TIMEOUT, "retries": RETRIES, "prefetch": "off"}
 SLACK = 2.0  # scheduling, connection setup, the FUSE round trip
 BOUND = (RETRIES + 1) * TIMEOUT + 2 * RETRIES + SLACK
 

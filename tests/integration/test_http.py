@@ -100,7 +100,7 @@ def test_coalescing(dataset, tmp_path, nginx, delay_proxy, mount):
     write_manifest(src)
     ng = nginx(src, autoindex=False)
     px = delay_proxy(ng.port, delay_ms=150)
-    m = mount(px.url, {"block_size": "1M"})
+    m = mount(px.url, {"block_size": "1M", "prefetch": "off"})  # demand only
     rel = "blk-exact.bin"            # exactly one block: nothing else to prefetch
     want = (src / rel).read_bytes()
     fds = [os.open(m.path / rel, os.O_RDONLY) for _ in range(2)]
@@ -143,7 +143,7 @@ def test_connection_reuse(dataset, tmp_path, nginx, delay_proxy, mount):
     write_manifest(src)
     ng = nginx(src, autoindex=False)
     px = delay_proxy(ng.port, delay_ms=5)
-    m = mount(px.url)
+    m = mount(px.url, {"prefetch": "off"})  # count demand requests only
     files = list_files(src)
     threads = 8
     bad = []

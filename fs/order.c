@@ -1,0 +1,110 @@
+/* order.c - see order.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftable.h"
+#include "order.h"
+#include "../prefetch/prefetch.h"
+
+#define LINE_MAX_BYTES 4096
+#define BATCH 256
+
+struct pfs_order {
+	const struct pfs_ftable *ft;
+	struct pfs_prefetch *prefetch;
+	pthread_mutex_t lock;
+	char line[LINE_MAX_BYTES]; /* the partial last line; guarded by lock */
+	size_t line_len;
+	int line_too_long;
+};
+
+int pfs_order_create(const struct pfs_ftable *ft, struct pfs_prefetch *prefetch,
+		     struct pfs_order **out)
+{
+	struct pfs_order *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->ft = ft;
+	o->prefetch = prefetch;
+	pthread_mutex_init(&o->lock, NULL);
+	*out = o;
+	return 0;
+}
+
+void pfs_order_destroy(struct pfs_order *o)
+{
+	if (!o)
+		return;
+	pthread_mutex_destroy(&o->lock);
+	free(o);
+}
+
+static void begin(struct pfs_order *o)
+{
+	o->line_len = 0;
+	o->line_too_long = 0;
+	if (o->prefetch)
+		pfs_prefetch_order_begin(o->prefetch);
+}
+
+void pfs_order_reset(struct pfs_order *o)
+{
+	pthread_mutex_lock(&o->lock);
+	begin(o);
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* Resolves one complete line into the batch. */
+static void take_line(struct pfs_order *o, char *s, size_t n, uint32_t *batch,
+		      size_t *nb, size_t *unknown)
+{
+	if (n && s[n - 1] == '\r')
+		n--;
+	s[n] = '\0';
+	while (*s == '/')
+		s++;
+	if (!*s)
+		return; /* empty lines are allowed */
+	uint32_t node;
+	struct pfs_fnode info;
+	if (pfs_ftable_resolve(o->ft, s, &node) < 0 ||
+	    pfs_ftable_get(o->ft, node, &info) < 0 || info.is_dir)
+		(*unknown)++;
+	else
+		batch[(*nb)++] = node;
+}
+
+int pfs_order_write(struct pfs_order *o, uint64_t off, const char *buf, size_t len)
+{
+	uint32_t batch[BATCH];
+	size_t nb = 0, unknown = 0;
+	pthread_mutex_lock(&o->lock);
+	if (off == 0)
+		begin(o);
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] != '\n') {
+			if (o->line_len + 1 < sizeof(o->line))
+				o->line[o->line_len++] = buf[i];
+			else
+				o->line_too_long = 1;
+			continue;
+		}
+		if (o->line_too_long)
+			unknown++;
+		else
+			take_line(o, o->line, o->line_len, batch, &nb, &unknown);
+		o->line_len = 0;
+		o->line_too_long = 0;
+		if (nb == BATCH) {
+			if (o->prefetch)
+				pfs_prefetch_order_add(o->prefetch, batch, nb, unknown);
+			nb = unknown = 0;
+		}
+	}
+	if ((nb || unknown) && o->prefetch)
+		pfs_prefetch_order_add(o->prefetch, batch, nb, unknown);
+	pthread_mutex_unlock(&o->lock);
+	return 0;
+}

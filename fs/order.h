@@ -1,0 +1,31 @@
+/* order.h - the order-hint control file MOUNT/.prestofs/order.
+ *
+ * A loader writes the paths of the epoch's samples, relative to the mount
+ * root, one per line. A write at offset 0 (or a truncation) starts a new
+ * order; complete lines are resolved against the file table and handed to
+ * the prefetcher as they arrive, so the start of an epoch is prefetched
+ * while the rest is still being written. Unknown paths are counted and
+ * skipped. Writes are serialised by an internal lock.
+ */
+#ifndef PFS_ORDER_H
+#define PFS_ORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pfs_ftable;
+struct pfs_prefetch;
+struct pfs_order;
+
+/* Both borrowed. prefetch may be NULL (prefetch=off): lines are parsed
+ * and counted but go nowhere. */
+int pfs_order_create(const struct pfs_ftable *ft, struct pfs_prefetch *prefetch,
+		     struct pfs_order **out);
+void pfs_order_destroy(struct pfs_order *o);
+
+/* A write of buf[0..len) at offset off. Returns 0 (always accepted). */
+int pfs_order_write(struct pfs_order *o, uint64_t off, const char *buf, size_t len);
+/* Truncation to 0: a new order. */
+void pfs_order_reset(struct pfs_order *o);
+
+#endif

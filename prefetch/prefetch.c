@@ -1,0 +1,435 @@
+/* prefetch.c - see prefetch.h.
+ *
+ * One lock guards the scheduling state; it is never held across a fetch.
+ * Workers take the next item (readahead queue, then the current file's
+ * remaining blocks, then the order window or the background permutation),
+ * but only while the room callback says the cache can take another block:
+ * otherwise they wait for a read to change that (a demand read consumes a
+ * staged block, or moves the order position).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prefetch.h"
+#include "../cache/epoch.h"
+#include "../fs/ftable.h"
+
+#define RA_QUEUE 1024
+#define NSTREAMS 64
+
+struct ra_item {
+	uint32_t node;
+	uint64_t blk;
+};
+
+/* A sequential reader of one file, matched by the offset it reads next. */
+struct stream {
+	uint32_t node;
+	uint64_t next_off;  /* where its next read should start */
+	uint64_t queued_to; /* blocks below this are queued or read */
+	unsigned window;    /* blocks ahead, doubling */
+	uint64_t last_use;  /* for replacement */
+};
+
+struct pfs_prefetch {
+	struct pfs_prefetch_opts o;
+	uint32_t nfiles;
+	pthread_t *threads;
+	unsigned nthreads;
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	/* Everything below is guarded by lock. */
+	int stop;
+	struct ra_item ra[RA_QUEUE];
+	size_t ra_head, ra_n;
+	struct stream streams[NSTREAMS];
+	uint64_t clock;
+	/* The file whose blocks are being issued (order or background). */
+	uint32_t cur_node;
+	uint64_t cur_blk, cur_nblk;
+	/* Order hints. */
+	uint32_t *order;        /* nodes, in order */
+	size_t order_n, order_cap, order_next;
+	uint32_t *order_index;  /* per node: index in order + 1, 0 if absent */
+	uint64_t order_pos;     /* highest index read + 1 */
+	int order_active;
+	uint64_t order_unknown;
+	/* Background fill: a random permutation of the subtree's files. */
+	uint32_t *perm;
+	size_t perm_n, perm_next;
+	uint64_t perm_epoch;    /* epoch the permutation was made for */
+	uint32_t scope;         /* subtree root being read; UINT32_MAX: none */
+	int scope_changed;
+	uint64_t rng;
+	/* In flight and counters. */
+	unsigned inflight;
+	uint64_t inflight_bytes;
+	struct pfs_prefetch_stats st;
+};
+
+static uint64_t next_rand(struct pfs_prefetch *p)
+{
+	p->rng ^= p->rng << 13;
+	p->rng ^= p->rng >> 7;
+	p->rng ^= p->rng << 17;
+	return p->rng;
+}
+
+static size_t block_len(const struct pfs_prefetch *p, uint64_t size, uint64_t blk)
+{
+	uint64_t off = blk * p->o.block_size;
+	return (size_t)(size - off < p->o.block_size ? size - off : p->o.block_size);
+}
+
+static uint64_t file_size(const struct pfs_prefetch *p, uint32_t node, int *is_dir)
+{
+	struct pfs_fnode info;
+	if (pfs_ftable_get(p->o.ft, node, &info) < 0) {
+		*is_dir = 1;
+		return 0;
+	}
+	*is_dir = info.is_dir;
+	return info.size;
+}
+
+/* Appends the files below `dir` to the permutation array (iteratively:
+ * datasets can be deep). */
+static int collect_files(struct pfs_prefetch *p, uint32_t dir)
+{
+	size_t cap = 1024, n = 0, sp = 0, scap = 64;
+	uint32_t *files = malloc(cap * sizeof(*files));
+	uint32_t *stack = malloc(scap * sizeof(*stack));
+	if (!files || !stack)
+		goto fail;
+	stack[sp++] = dir;
+	while (sp) {
+		uint32_t d = stack[--sp];
+		uint32_t nc = pfs_ftable_nchildren(p->o.ft, d);
+		for (uint32_t k = 0; k < nc; k++) {
+			uint32_t c = pfs_ftable_child(p->o.ft, d, k);
+			int is_dir;
+			uint64_t size = file_size(p, c, &is_dir);
+			if (is_dir) {
+				if (sp == scap) {
+					uint32_t *s2 = realloc(stack, (scap *= 2) * sizeof(*s2));
+					if (!s2)
+						goto fail;
+					stack = s2;
+				}
+				stack[sp++] = c;
+			} else if (size > 0) {
+				if (n == cap) {
+					uint32_t *f2 = realloc(files, (cap *= 2) * sizeof(*f2));
+					if (!f2)
+						goto fail;
+					files = f2;
+				}
+				files[n++] = c;
+			}
+		}
+	}
+	for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
+		size_t j = next_rand(p) % i;
+		uint32_t t = files[i - 1];
+		files[i - 1] = files[j];
+		files[j] = t;
+	}
+	free(stack);
+	free(p->perm);
+	p->perm = files;
+	p->perm_n = n;
+	p->perm_next = 0;
+	return 0;
+fail:
+	free(files);
+	free(stack);
+	return -ENOMEM;
+}
+
+/* Picks the next block to prefetch. Returns 1 and the item, or 0. */
+static int next_work(struct pfs_prefetch *p, uint32_t *node, uint64_t *blk, size_t *len)
+{
+	int is_dir;
+	while (p->ra_n) {
+		struct ra_item it = p->ra[p->ra_head];
+		p->ra_head = (p->ra_head + 1) % RA_QUEUE;
+		p->ra_n--;
+		uint64_t size = file_size(p, it.node, &is_dir);
+		if (is_dir || it.blk * p->o.block_size >= size)
+			continue;
+		*node = it.node;
+		*blk = it.blk;
+		*len = block_len(p, size, it.blk);
+		p->st.readahead_blocks++;
+		return 1;
+	}
+	for (;;) {
+		if (p->cur_blk < p->cur_nblk) {
+			uint64_t size = file_size(p, p->cur_node, &is_dir);
+			*node = p->cur_node;
+			*blk = p->cur_blk++;
+			*len = block_len(p, size, *blk);
+			return 1;
+		}
+		uint32_t next;
+		if (p->order_active) {
+			if (p->order_next < p->order_pos)
+				p->order_next = p->order_pos; /* the reader is ahead */
+			if (p->order_next >= p->order_n ||
+			    p->order_next >= p->order_pos + p->o.window)
+				return 0;
+			next = p->order[p->order_next++];
+		} else {
+			if (p->scope == UINT32_MAX)
+				return 0;
+			uint64_t epoch = pfs_epoch_current(p->o.epoch);
+			if (p->scope_changed || p->perm_epoch != epoch) {
+				p->scope_changed = 0;
+				p->perm_epoch = epoch;
+				if (collect_files(p, p->scope) < 0)
+					return 0;
+			}
+			if (p->perm_next >= p->perm_n)
+				return 0;
+			next = p->perm[p->perm_next++];
+			if (pfs_epoch_is_read(p->o.epoch, next))
+				continue; /* read already this epoch */
+			p->st.background_files++;
+		}
+		uint64_t size = file_size(p, next, &is_dir);
+		if (is_dir || size == 0)
+			continue;
+		p->cur_node = next;
+		p->cur_blk = 0;
+		p->cur_nblk = (size + p->o.block_size - 1) / p->o.block_size;
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct pfs_prefetch *p = arg;
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		uint32_t node;
+		uint64_t blk;
+		size_t len;
+		if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes) ||
+		    !next_work(p, &node, &blk, &len)) {
+			/* Woken by reads; the timeout covers room freed otherwise. */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 50 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+			continue;
+		}
+		p->inflight++;
+		p->inflight_bytes += len;
+		pthread_mutex_unlock(&p->lock);
+		int rc = p->o.fetch(p->o.ctx, node, blk, len);
+		pthread_mutex_lock(&p->lock);
+		p->inflight--;
+		p->inflight_bytes -= len;
+		if (rc == 0) {
+			p->st.blocks++;
+			p->st.bytes += len;
+		} else {
+			p->st.errors++;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int pfs_prefetch_create(const struct pfs_prefetch_opts *o, struct pfs_prefetch **out)
+{
+	struct pfs_prefetch *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->o = *o;
+	p->nfiles = pfs_ftable_count(o->ft);
+	p->scope = UINT32_MAX;
+	p->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	p->threads = calloc(o->workers, sizeof(*p->threads));
+	if (!p->threads) {
+		pfs_prefetch_destroy(p);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < o->workers; i++) {
+		if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
+			break;
+		p->nthreads++;
+	}
+	if (p->nthreads == 0) {
+		pfs_prefetch_destroy(p);
+		return -EAGAIN;
+	}
+	*out = p;
+	return 0;
+}
+
+void pfs_prefetch_destroy(struct pfs_prefetch *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->nthreads; i++)
+		pthread_join(p->threads[i], NULL);
+	free(p->threads);
+	free(p->order);
+	free(p->order_index);
+	free(p->perm);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->wake);
+	free(p);
+}
+
+/* The subtree the background fill covers: the top-level directory of the
+ * files being read, widened to the whole dataset when reads span several. */
+static void note_scope(struct pfs_prefetch *p, uint32_t node)
+{
+	uint32_t top = node;
+	for (;;) {
+		struct pfs_fnode info;
+		if (pfs_ftable_get(p->o.ft, top, &info) < 0)
+			return;
+		if (info.parent == PFS_FTABLE_ROOT || top == PFS_FTABLE_ROOT)
+			break;
+		top = info.parent;
+	}
+	int is_dir;
+	file_size(p, top, &is_dir);
+	if (!is_dir)
+		top = PFS_FTABLE_ROOT;
+	if (p->scope == UINT32_MAX || (p->scope != top && p->scope != PFS_FTABLE_ROOT)) {
+		p->scope = p->scope == UINT32_MAX ? top : PFS_FTABLE_ROOT;
+		p->scope_changed = 1;
+	}
+}
+
+static void readahead(struct pfs_prefetch *p, uint32_t node, uint64_t size,
+		      uint64_t off, size_t len)
+{
+	struct stream *s = NULL, *victim = &p->streams[0];
+	for (int i = 0; i < NSTREAMS; i++) {
+		struct stream *c = &p->streams[i];
+		if (c->window && c->node == node && c->next_off == off) {
+			s = c;
+			break;
+		}
+		if (c->last_use < victim->last_use)
+			victim = c;
+	}
+	uint64_t bs = p->o.block_size;
+	uint64_t cur = (off + len - 1) / bs;
+	if (!s) { /* a new reader: no readahead until it proves sequential */
+		*victim = (struct stream){node, off + len, cur + 1, 1, ++p->clock};
+		return;
+	}
+	s->next_off = off + len;
+	s->last_use = ++p->clock;
+	if (s->queued_to > cur + 1 + s->window / 2)
+		return; /* still well ahead */
+	if (s->window < PFS_PREFETCH_RA_MAX)
+		s->window *= 2;
+	uint64_t nblk = (size + bs - 1) / bs;
+	uint64_t from = s->queued_to > cur + 1 ? s->queued_to : cur + 1;
+	uint64_t to = cur + 1 + s->window;
+	for (uint64_t b = from; b < to && b < nblk && p->ra_n < RA_QUEUE; b++) {
+		p->ra[(p->ra_head + p->ra_n++) % RA_QUEUE] = (struct ra_item){node, b};
+		s->queued_to = b + 1;
+	}
+	pthread_cond_broadcast(&p->wake);
+}
+
+void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
+			  uint64_t off, size_t len)
+{
+	if (len == 0)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (size > p->o.block_size)
+		readahead(p, node, size, off, len);
+	if (off == 0) {
+		if (p->order_active && node < p->nfiles && p->order_index[node] > p->order_pos)
+			p->order_pos = p->order_index[node];
+		if (!p->order_active)
+			note_scope(p, node);
+		/* A read may have consumed a staged block: room for more. */
+		pthread_cond_signal(&p->wake);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pfs_prefetch_order_begin(struct pfs_prefetch *p)
+{
+	pthread_mutex_lock(&p->lock);
+	if (!p->order_index)
+		p->order_index = calloc(p->nfiles ? p->nfiles : 1, sizeof(*p->order_index));
+	else
+		memset(p->order_index, 0, p->nfiles * sizeof(*p->order_index));
+	p->order_n = p->order_next = 0;
+	p->order_pos = 0;
+	p->order_unknown = 0;
+	p->order_active = p->order_index != NULL;
+	p->cur_nblk = p->cur_blk = 0; /* drop the background file in progress */
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint32_t *nodes, size_t n,
+			    size_t unknown)
+{
+	pthread_mutex_lock(&p->lock);
+	if (!p->order_active) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	p->order_unknown += unknown;
+	if (p->order_n + n > p->order_cap) {
+		size_t cap = p->order_cap ? p->order_cap : 1024;
+		while (cap < p->order_n + n)
+			cap *= 2;
+		uint32_t *o = realloc(p->order, cap * sizeof(*o));
+		if (!o) {
+			p->order_unknown += n;
+			pthread_mutex_unlock(&p->lock);
+			return;
+		}
+		p->order = o;
+		p->order_cap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (nodes[i] >= p->nfiles)
+			continue;
+		p->order[p->order_n] = nodes[i];
+		/* A file listed twice keeps its first place. */
+		if (!p->order_index[nodes[i]])
+			p->order_index[nodes[i]] = (uint32_t)(p->order_n + 1);
+		p->order_n++;
+	}
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pfs_prefetch_stats(struct pfs_prefetch *p, struct pfs_prefetch_stats *out)
+{
+	pthread_mutex_lock(&p->lock);
+	*out = p->st;
+	out->inflight = p->inflight;
+	out->order_entries = p->order_n;
+	out->order_unknown = p->order_unknown;
+	out->order_position = p->order_pos;
+	pthread_mutex_unlock(&p->lock);
+}

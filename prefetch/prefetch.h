@@ -1,0 +1,83 @@
+/* prefetch.h - the epoch-aware prefetcher: background work that brings
+ * blocks into the cache before readers ask for them.
+ *
+ * Three sources of work, in this priority:
+ *  1. sequential readahead: a reader that reads a large file (bigger than a
+ *     block) sequentially gets the next blocks fetched ahead, the window
+ *     doubling up to PFS_PREFETCH_RA_MAX blocks. Streams are matched by
+ *     offset (a read that starts where an earlier read of the file ended),
+ *     so loader workers interleaving one file are not taken for random
+ *     readers, and a random reader gets no readahead at all;
+ *  2. order hints: the files of the epoch's order (pfs_prefetch_order_*),
+ *     fetched in exactly that order, at most `window` files ahead of the
+ *     reader's position (the highest order index read so far);
+ *  3. background fill (no order this epoch): the files of the subtree being
+ *     read that were not read yet this epoch, in a random order.
+ * Work is taken only while the cache has room (the room callback), so
+ * prefetching never pushes out what the epoch still needs; the cache's
+ * policy decides where a prefetched block goes (resident set while it has
+ * room, else the staging area).
+ *
+ * Demand reads never wait behind this queue: they are served on FUSE
+ * threads; the prefetcher has its own `workers` threads, each with at most
+ * one fetch in flight. Thread-safe.
+ */
+#ifndef PFS_PREFETCH_H
+#define PFS_PREFETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PFS_PREFETCH_RA_MAX 16 /* blocks of sequential readahead, at most */
+
+struct pfs_ftable;
+struct pfs_epoch;
+struct pfs_prefetch;
+
+/* Brings block `blk` of file `node` into the cache as a prefetch. Runs on
+ * a prefetch worker. Returns 0 or a negative errno. */
+typedef int (*pfs_prefetch_fetch_fn)(void *ctx, uint32_t node, uint64_t blk, size_t len);
+/* 1 if the cache has room for `len` more prefetched bytes, given that
+ * `inflight` bytes of prefetches are being fetched now. */
+typedef int (*pfs_prefetch_room_fn)(void *ctx, uint64_t len, uint64_t inflight);
+
+struct pfs_prefetch_opts {
+	const struct pfs_ftable *ft;   /* borrowed; immutable */
+	struct pfs_epoch *epoch;       /* borrowed */
+	size_t block_size;
+	unsigned workers;              /* fetches in flight at most */
+	unsigned window;               /* order hints: files ahead of the reader */
+	pfs_prefetch_fetch_fn fetch;
+	pfs_prefetch_room_fn room;
+	void *ctx;                     /* for fetch and room */
+};
+
+struct pfs_prefetch_stats {
+	uint64_t inflight;        /* fetches running now */
+	uint64_t blocks, bytes;   /* prefetches completed */
+	uint64_t errors;
+	uint64_t readahead_blocks;
+	uint64_t order_entries, order_unknown; /* current order */
+	uint64_t order_position;  /* highest order index read + 1 */
+	uint64_t background_files;
+};
+
+int pfs_prefetch_create(const struct pfs_prefetch_opts *o, struct pfs_prefetch **out);
+/* Stops the workers (waiting for fetches in flight). NULL allowed. */
+void pfs_prefetch_destroy(struct pfs_prefetch *p);
+
+/* A demand read of [off, off+len) of file `node` of `size` bytes. Cheap;
+ * any thread (FUSE workers call it on every read). */
+void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
+			  uint64_t off, size_t len);
+
+/* Starts a new order (drops the previous one). */
+void pfs_prefetch_order_begin(struct pfs_prefetch *p);
+/* Appends files (table nodes) to the current order; `unknown` counts
+ * entries the caller could not resolve. */
+void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint32_t *nodes, size_t n,
+			    size_t unknown);
+
+void pfs_prefetch_stats(struct pfs_prefetch *p, struct pfs_prefetch_stats *out);
+
+#endif
