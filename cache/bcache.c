@@ -48,6 +48,7 @@ struct pfs_block {
 	int err;              /* FAILED: the fill's error */
 	int in_table;         /* guarded by the shard lock */
 	int demand;           /* a reader (not a prefetch) got it; shard lock */
+	int pf;               /* filled by a prefetch, no reader yet; shard lock */
 	uint64_t stage_epoch; /* STAGED: epoch it was staged in */
 	size_t heap_pos;      /* RESIDENT, small/large: index in the heap */
 	struct pfs_block *hnext;      /* hash chain */
@@ -68,6 +69,7 @@ struct shard {
 struct counters {                /* all atomic */
 	uint64_t admitted, replaced, refused, staged, stage_used, stage_stale;
 	uint64_t prefetch_fills, resident_blocks, staged_blocks;
+	uint64_t pf_used_bytes, pf_wasted_bytes;
 };
 
 struct pfs_bcache {
@@ -294,6 +296,8 @@ static void drop(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 		SUB(c, staged_blocks, 1);
 	}
 	pfs_stat_sub(ram_bytes, e->len);
+	if (e->pf)
+		ADD(c, pf_wasted_bytes, e->len); /* prefetched, never read */
 	e->place = NOWHERE;
 	e->hnext = *victims;
 	*victims = e;
@@ -390,6 +394,10 @@ static int get_found(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 	e->refs++;
 	if (demand)
 		e->demand = 1;
+	if (demand && e->pf) {
+		e->pf = 0;
+		ADD(c, pf_used_bytes, e->len);
+	}
 	if (e->state == FILLING) {
 		pfs_stat_add(coalesced, 1);
 		while (e->state == FILLING)
@@ -451,6 +459,14 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	if (rc == 0) {
 		e->state = READY;
 		e->place = admit(c, s, e, flags, &victims);
+		if (flags & PFS_BCACHE_PREFETCH) {
+			if (e->demand) /* a reader waited for this prefetch */
+				ADD(c, pf_used_bytes, len);
+			else if (e->place == NOWHERE)
+				ADD(c, pf_wasted_bytes, len);
+			else
+				e->pf = 1;
+		}
 		if (e->place == NOWHERE) {
 			unlink_table(s, e);
 			ADD(c, refused, 1);
@@ -528,6 +544,8 @@ void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out)
 		.stage_used = LOAD(&c->n.stage_used),
 		.stage_stale = LOAD(&c->n.stage_stale),
 		.prefetch_fills = LOAD(&c->n.prefetch_fills),
+		.prefetch_used_bytes = LOAD(&c->n.pf_used_bytes),
+		.prefetch_wasted_bytes = LOAD(&c->n.pf_wasted_bytes),
 		.epoch = LOAD(&c->epoch),
 	};
 }

@@ -95,6 +95,9 @@ struct pfs_bcache_stats {
 	uint64_t stage_used;      /* staged blocks dropped after their read */
 	uint64_t stage_stale;     /* staged blocks dropped unread, stale */
 	uint64_t prefetch_fills;  /* fills run for PFS_BCACHE_PREFETCH gets */
+	uint64_t prefetch_used_bytes;   /* prefetched bytes a reader then got */
+	uint64_t prefetch_wasted_bytes; /* prefetched bytes dropped unread, or
+					 * not kept and not waited for */
 	uint64_t epoch;           /* as last set */
 };
 

@@ -169,6 +169,8 @@ static void bcache_stats_source(void *ctx, struct pfs_stat_list *l)
 	pfs_stat_list_add(l, "ram.admitted", (double)s.admitted, 0);
 	pfs_stat_list_add(l, "ram.replaced", (double)s.replaced, 0);
 	pfs_stat_list_add(l, "ram.refused", (double)s.refused, 0);
+	pfs_stat_list_add(l, "prefetch.bytes_used", (double)s.prefetch_used_bytes, 0);
+	pfs_stat_list_add(l, "prefetch.bytes_wasted", (double)s.prefetch_wasted_bytes, 0);
 }
 
 static void epoch_stats_source(void *ctx, struct pfs_stat_list *l)

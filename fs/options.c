@@ -115,7 +115,7 @@ void pfs_opts_init(struct pfs_opts *o)
 	o->policy = PFS_POLICY_EPOCH;
 	o->resident = PFS_RESIDENT_ANY;
 	o->prefetch = 1;
-	o->prefetch_inflight = 64;
+	o->prefetch_inflight = 128;
 	o->prefetch_window = 256;
 	o->prefetch_ram_share = 0.25;
 	o->origin_bandwidth = 0;
@@ -520,7 +520,7 @@ void pfs_opts_usage(const char *prog)
 	       "  -o resident=WHICH         any, small or large (default any)\n"
 	       "[prefetch]\n"
 	       "  -o prefetch=on|off        read ahead of the loader (default on)\n"
-	       "  -o prefetch_inflight=N    requests in flight, 1..4096 (default 64)\n"
+	       "  -o prefetch_inflight=N    requests in flight, 1..4096 (default 128)\n"
 	       "  -o prefetch_window=N      files ahead (default 256)\n"
 	       "  -o prefetch_ram_share=F   share of ram_size, 0..1 or 25%% (default 0.25)\n"
 	       "  -o origin_bandwidth=RATE  bytes/s like 100M, or none (default none)\n"

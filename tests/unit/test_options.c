@@ -76,7 +76,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.policy, PFS_POLICY_EPOCH);
 	assert_int_equal(o.resident, PFS_RESIDENT_ANY);
 	assert_int_equal(o.prefetch, 1);
-	assert_int_equal(o.prefetch_inflight, 64);
+	assert_int_equal(o.prefetch_inflight, 128);
 	assert_int_equal(o.prefetch_window, 256);
 	assert_true(o.prefetch_ram_share == 0.25);
 	assert_true(o.origin_bandwidth == 0);
