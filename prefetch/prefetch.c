@@ -209,16 +209,46 @@ static int next_work(struct pfs_prefetch *p, uint32_t *node, uint64_t *blk, size
 	}
 }
 
+/* Takes the next item and fetches it, lock held on entry and on return
+ * (dropped during the fetch). Returns 1 if it fetched, 0 if idle. */
+static int step(struct pfs_prefetch *p)
+{
+	uint32_t node;
+	uint64_t blk;
+	size_t len;
+	if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes) ||
+	    !next_work(p, &node, &blk, &len))
+		return 0;
+	p->inflight++;
+	p->inflight_bytes += len;
+	pthread_mutex_unlock(&p->lock);
+	int rc = p->o.fetch(p->o.ctx, node, blk, len);
+	pthread_mutex_lock(&p->lock);
+	p->inflight--;
+	p->inflight_bytes -= len;
+	if (rc == 0) {
+		p->st.blocks++;
+		p->st.bytes += len;
+	} else {
+		p->st.errors++;
+	}
+	return 1;
+}
+
+int pfs_prefetch_run_once(struct pfs_prefetch *p)
+{
+	pthread_mutex_lock(&p->lock);
+	int did = step(p);
+	pthread_mutex_unlock(&p->lock);
+	return did;
+}
+
 static void *worker(void *arg)
 {
 	struct pfs_prefetch *p = arg;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		uint32_t node;
-		uint64_t blk;
-		size_t len;
-		if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes) ||
-		    !next_work(p, &node, &blk, &len)) {
+		if (!step(p)) {
 			/* Woken by reads; the timeout covers room freed otherwise. */
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -228,20 +258,6 @@ static void *worker(void *arg)
 				ts.tv_nsec -= 1000000000L;
 			}
 			pthread_cond_timedwait(&p->wake, &p->lock, &ts);
-			continue;
-		}
-		p->inflight++;
-		p->inflight_bytes += len;
-		pthread_mutex_unlock(&p->lock);
-		int rc = p->o.fetch(p->o.ctx, node, blk, len);
-		pthread_mutex_lock(&p->lock);
-		p->inflight--;
-		p->inflight_bytes -= len;
-		if (rc == 0) {
-			p->st.blocks++;
-			p->st.bytes += len;
-		} else {
-			p->st.errors++;
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -259,7 +275,7 @@ int pfs_prefetch_create(const struct pfs_prefetch_opts *o, struct pfs_prefetch *
 	p->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
-	p->threads = calloc(o->workers, sizeof(*p->threads));
+	p->threads = calloc(o->workers ? o->workers : 1, sizeof(*p->threads));
 	if (!p->threads) {
 		pfs_prefetch_destroy(p);
 		return -ENOMEM;
@@ -269,7 +285,7 @@ int pfs_prefetch_create(const struct pfs_prefetch_opts *o, struct pfs_prefetch *
 			break;
 		p->nthreads++;
 	}
-	if (p->nthreads == 0) {
+	if (p->nthreads == 0 && o->workers) {
 		pfs_prefetch_destroy(p);
 		return -EAGAIN;
 	}

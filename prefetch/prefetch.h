@@ -45,7 +45,8 @@ struct pfs_prefetch_opts {
 	const struct pfs_ftable *ft;   /* borrowed; immutable */
 	struct pfs_epoch *epoch;       /* borrowed */
 	size_t block_size;
-	unsigned workers;              /* fetches in flight at most */
+	unsigned workers;              /* fetches in flight at most; 0: none,
+					* see pfs_prefetch_run_once() */
 	unsigned window;               /* order hints: files ahead of the reader */
 	pfs_prefetch_fetch_fn fetch;
 	pfs_prefetch_room_fn room;
@@ -79,5 +80,11 @@ void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint32_t *nodes, size_
 			    size_t unknown);
 
 void pfs_prefetch_stats(struct pfs_prefetch *p, struct pfs_prefetch_stats *out);
+
+/* Runs one scheduling step on the calling thread: takes the next item (if
+ * the cache has room) and fetches it. Returns 1 if it fetched something, 0
+ * if there was nothing to do. With workers = 0 nothing runs in the
+ * background, so tests drive the scheduler deterministically with this. */
+int pfs_prefetch_run_once(struct pfs_prefetch *p);
 
 #endif

@@ -1,0 +1,283 @@
+/* test_prefetch.c - the prefetch scheduler, driven step by step
+ * (workers = 0, pfs_prefetch_run_once): exact order, the window, a new
+ * order cancelling the old, readahead first and only for sequential
+ * readers, the room gate, background fill within the subtree and only of
+ * files not read this epoch. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cache/epoch.h"
+#include "fs/ftable.h"
+#include "prefetch/prefetch.h"
+
+#define BS 1024
+#define NSMALL 40
+
+struct fixture {
+	struct pfs_ftable *ft;
+	struct pfs_epoch *ep;
+	struct pfs_prefetch *p;
+	uint32_t small[NSMALL]; /* a/fNN: one block each */
+	uint32_t big;           /* b/big: 40 blocks */
+	int room;
+	uint32_t got_node[512];
+	uint64_t got_blk[512];
+	size_t ngot;
+};
+
+static int fetch(void *ctx, uint32_t node, uint64_t blk, size_t len)
+{
+	struct fixture *f = ctx;
+	(void)len;
+	if (f->ngot < 512) {
+		f->got_node[f->ngot] = node;
+		f->got_blk[f->ngot] = blk;
+	}
+	f->ngot++;
+	return 0;
+}
+
+static int room(void *ctx, uint64_t len, uint64_t inflight)
+{
+	(void)len; (void)inflight;
+	return ((struct fixture *)ctx)->room;
+}
+
+static int setup(void **state)
+{
+	static struct fixture f;
+	memset(&f, 0, sizeof(f));
+	f.ft = pfs_ftable_create();
+	char path[64];
+	for (int i = 0; i < NSMALL; i++) {
+		snprintf(path, sizeof(path), "a/f%02d", i);
+		assert_int_equal(pfs_ftable_add(f.ft, path, 0, 100, 0, NULL), 0);
+	}
+	assert_int_equal(pfs_ftable_add(f.ft, "b/big", 0, 40 * BS, 0, NULL), 0);
+	assert_int_equal(pfs_ftable_finish(f.ft), 0);
+	for (int i = 0; i < NSMALL; i++) {
+		snprintf(path, sizeof(path), "a/f%02d", i);
+		assert_int_equal(pfs_ftable_resolve(f.ft, path, &f.small[i]), 0);
+	}
+	assert_int_equal(pfs_ftable_resolve(f.ft, "b/big", &f.big), 0);
+	assert_int_equal(pfs_epoch_create(pfs_ftable_count(f.ft), &f.ep), 0);
+	f.room = 1;
+	struct pfs_prefetch_opts o = {.ft = f.ft, .epoch = f.ep, .block_size = BS,
+				      .workers = 0, .window = 5, .fetch = fetch,
+				      .room = room, .ctx = &f};
+	assert_int_equal(pfs_prefetch_create(&o, &f.p), 0);
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	pfs_prefetch_destroy(f->p);
+	pfs_epoch_destroy(f->ep);
+	pfs_ftable_destroy(f->ft);
+	return 0;
+}
+
+static size_t drain(struct fixture *f)
+{
+	size_t n = 0;
+	while (pfs_prefetch_run_once(f->p) && n < 10000)
+		n++;
+	return n;
+}
+
+/* A demand read of a whole small file (what a loader does). */
+static void read_file(struct fixture *f, uint32_t node)
+{
+	pfs_epoch_note_read(f->ep, node);
+	pfs_prefetch_on_read(f->p, node, 100, 0, 100);
+}
+
+static void test_order_exact_and_windowed(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t order[20];
+	for (int i = 0; i < 20; i++)
+		order[i] = f->small[(i * 7) % NSMALL]; /* a permutation prefix */
+	pfs_prefetch_order_begin(f->p);
+	pfs_prefetch_order_add(f->p, order, 20, 0);
+	/* Nothing read yet: exactly the first `window` entries, in order. */
+	assert_int_equal(drain(f), 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(f->got_node[i], order[i]);
+	/* The reader at index 3 (4 files read): the window moves to 4..8. */
+	for (int i = 0; i < 4; i++)
+		read_file(f, order[i]);
+	assert_int_equal(drain(f), 4);
+	for (int i = 5; i < 9; i++)
+		assert_int_equal(f->got_node[i], order[i]);
+	struct pfs_prefetch_stats s;
+	pfs_prefetch_stats(f->p, &s);
+	assert_int_equal(s.order_entries, 20);
+	assert_int_equal(s.order_position, 4);
+}
+
+static void test_reader_ahead_skips_consumed(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t order[20];
+	for (int i = 0; i < 20; i++)
+		order[i] = f->small[i];
+	pfs_prefetch_order_begin(f->p);
+	pfs_prefetch_order_add(f->p, order, 20, 0);
+	read_file(f, order[9]); /* the reader jumped ahead: 0..9 are past */
+	assert_int_equal(drain(f), 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(f->got_node[i], order[10 + i]);
+}
+
+static void test_new_order_cancels_old(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t a[10], b[10];
+	for (int i = 0; i < 10; i++) {
+		a[i] = f->small[i];
+		b[i] = f->small[39 - i];
+	}
+	pfs_prefetch_order_begin(f->p);
+	pfs_prefetch_order_add(f->p, a, 10, 0);
+	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
+	assert_int_equal(f->got_node[0], a[0]);
+	pfs_prefetch_order_begin(f->p); /* the next epoch's order */
+	pfs_prefetch_order_add(f->p, b, 10, 2);
+	assert_int_equal(drain(f), 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(f->got_node[1 + i], b[i]);
+	struct pfs_prefetch_stats s;
+	pfs_prefetch_stats(f->p, &s);
+	assert_int_equal(s.order_entries, 10);
+	assert_int_equal(s.order_unknown, 2);
+}
+
+static void test_readahead_first_and_growing(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t order[10];
+	for (int i = 0; i < 10; i++)
+		order[i] = f->small[i];
+	pfs_prefetch_order_begin(f->p);
+	pfs_prefetch_order_add(f->p, order, 10, 0);
+	uint64_t size = 40 * BS;
+	/* First read: no readahead yet (could be a random reader). */
+	pfs_prefetch_on_read(f->p, f->big, size, 0, BS);
+	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
+	assert_int_equal(f->got_node[0], order[0]);
+	/* Sequential: the next blocks are fetched before the order's. */
+	pfs_prefetch_on_read(f->p, f->big, size, BS, BS);
+	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
+	assert_int_equal(f->got_node[1], f->big);
+	assert_int_equal(f->got_blk[1], 2);
+	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
+	assert_int_equal(f->got_node[2], f->big);
+	assert_int_equal(f->got_blk[2], 3);
+	/* Keep reading: the window grows, blocks come in sequence. */
+	size_t before = f->ngot;
+	for (uint64_t b = 2; b < 6; b++)
+		pfs_prefetch_on_read(f->p, f->big, size, b * BS, BS);
+	drain(f);
+	uint64_t next = 4, ra = 0;
+	for (size_t i = before; i < f->ngot && i < 512; i++) {
+		if (f->got_node[i] != f->big)
+			continue;
+		assert_int_equal(f->got_blk[i], next);
+		next++;
+		ra++;
+	}
+	assert_true(ra >= 4); /* more than one block ahead per read now */
+}
+
+static void test_random_reader_gets_no_readahead(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t size = 40 * BS;
+	static const uint64_t blocks[] = {17, 3, 29, 8, 33, 12, 1, 25};
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+		pfs_prefetch_on_read(f->p, f->big, size, blocks[i] * BS + 10, 100);
+	struct pfs_prefetch_stats s;
+	drain(f);
+	pfs_prefetch_stats(f->p, &s);
+	assert_int_equal(s.readahead_blocks, 0);
+}
+
+static void test_interleaved_readers_are_sequential(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t size = 40 * BS;
+	/* Two workers reading one file, each sequentially, interleaved. */
+	for (uint64_t k = 0; k < 3; k++) {
+		pfs_prefetch_on_read(f->p, f->big, size, k * BS, BS);
+		pfs_prefetch_on_read(f->p, f->big, size, (20 + k) * BS, BS);
+	}
+	drain(f);
+	struct pfs_prefetch_stats s;
+	pfs_prefetch_stats(f->p, &s);
+	assert_true(s.readahead_blocks >= 4);
+	int low = 0, high = 0;
+	for (size_t i = 0; i < f->ngot; i++) {
+		low += f->got_node[i] == f->big && f->got_blk[i] < 20;
+		high += f->got_node[i] == f->big && f->got_blk[i] >= 23;
+	}
+	assert_true(low > 0 && high > 0);
+}
+
+static void test_no_room_no_fetch(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t order[3] = {f->small[0], f->small[1], f->small[2]};
+	pfs_prefetch_order_begin(f->p);
+	pfs_prefetch_order_add(f->p, order, 3, 0);
+	f->room = 0;
+	assert_int_equal(pfs_prefetch_run_once(f->p), 0);
+	assert_int_equal(f->ngot, 0);
+	f->room = 1;
+	assert_int_equal(drain(f), 3);
+}
+
+static void test_background_fills_unread_files_of_subtree(void **state)
+{
+	struct fixture *f = *state;
+	for (int i = 0; i < 10; i++)
+		read_file(f, f->small[i]);
+	size_t n = drain(f);
+	/* The other 30 files of a/, each once; nothing of b/. */
+	assert_int_equal(n, NSMALL - 10);
+	int seen[NSMALL] = {0};
+	for (size_t i = 0; i < f->ngot; i++) {
+		int k = -1;
+		for (int j = 0; j < NSMALL; j++)
+			if (f->got_node[i] == f->small[j])
+				k = j;
+		assert_true(k >= 10);
+		assert_int_equal(seen[k]++, 0);
+	}
+	/* The next epoch: everything of a/ is unread again. */
+	read_file(f, f->small[0]);
+	assert_int_equal(pfs_epoch_current(f->ep), 2);
+	assert_int_equal(drain(f), NSMALL - 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_order_exact_and_windowed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reader_ahead_skips_consumed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_order_cancels_old, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readahead_first_and_growing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_reader_gets_no_readahead, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_interleaved_readers_are_sequential, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_room_no_fetch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_background_fills_unread_files_of_subtree, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
