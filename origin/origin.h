@@ -28,6 +28,7 @@ struct pfs_origin_opts {
 	int s3_path_style;    /* S3: http://endpoint/bucket/key addressing */
 	double timeout;       /* seconds per attempt, > 0 */
 	int retries;          /* attempts after the first, >= 0 */
+	uint64_t bandwidth;   /* HTTP/S3: bytes/s cap on data read, 0: none */
 };
 
 /* Called once per listed entry. `path` is relative, '/'-separated, without

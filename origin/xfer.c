@@ -28,6 +28,11 @@
 struct pfs_xfer {
 	double timeout;
 	int retries;
+	/* Bandwidth cap: a virtual clock of when the link is next free;
+	 * each transfer books its bytes and waits for its turn. */
+	uint64_t bandwidth;
+	pthread_mutex_t bw_lock;
+	double bw_next;       /* guarded by bw_lock; CLOCK_MONOTONIC seconds */
 	char *sigv4, *userpwd;
 	struct curl_slist *headers; /* extra request headers (S3) */
 	char *cainfo;
@@ -84,6 +89,8 @@ int pfs_xfer_create(const struct pfs_xfer_opts *opts, struct pfs_xfer **out)
 		return -ENOMEM;
 	x->timeout = opts->timeout > 0 ? opts->timeout : 10;
 	x->retries = opts->retries >= 0 ? opts->retries : 0;
+	x->bandwidth = opts->bandwidth;
+	pthread_mutex_init(&x->bw_lock, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&x->share_locks[i], NULL);
 	pthread_mutex_init(&x->pool_lock, NULL);
@@ -140,6 +147,7 @@ void pfs_xfer_destroy(struct pfs_xfer *x)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&x->share_locks[i]);
 	pthread_mutex_destroy(&x->pool_lock);
+	pthread_mutex_destroy(&x->bw_lock);
 	if (x->userpwd)
 		explicit_bzero(x->userpwd, strlen(x->userpwd));
 	if (x->headers) {
@@ -362,9 +370,39 @@ static int check_range(struct req *r, long status, uint64_t size, uint64_t off,
 	return 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Books len bytes on the capped link and sleeps until they may go. Many
+ * requests stay in flight (latency is still hidden); only their sum is
+ * paced. Bursts up to 0.1 s worth of bytes pass at once. */
+static void throttle(struct pfs_xfer *x, size_t len)
+{
+	if (!x->bandwidth)
+		return;
+	double now = mono_s(), cost = (double)len / (double)x->bandwidth;
+	pthread_mutex_lock(&x->bw_lock);
+	if (x->bw_next < now - 0.1)
+		x->bw_next = now - 0.1;
+	double start = x->bw_next;
+	x->bw_next += cost;
+	pthread_mutex_unlock(&x->bw_lock);
+	double wait = start - now;
+	if (wait > 0) {
+		struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+}
+
 int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		       uint64_t off, size_t len, void *buf, char *etag)
 {
+	throttle(x, len);
 	char range[64];
 	snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + len - 1);
 	int rc = -EIO;

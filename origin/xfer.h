@@ -17,6 +17,7 @@
 struct pfs_xfer_opts {
 	double timeout; /* seconds per attempt */
 	int retries;    /* attempts after the first */
+	uint64_t bandwidth; /* bytes/s over all ranged GETs together; 0: no cap */
 	/* S3 signing: all NULL for plain HTTP. Copied by pfs_xfer_create(). */
 	const char *sigv4;         /* CURLOPT_AWS_SIGV4 value, "aws:amz:REGION:s3" */
 	const char *userpwd;       /* "ACCESS_KEY:SECRET_KEY" */

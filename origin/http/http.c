@@ -531,7 +531,8 @@ static const struct pfs_origin_ops http_ops = {
 int pfs_origin_http_create(const char *url, const struct pfs_origin_opts *opts,
 			   struct pfs_origin **out)
 {
-	struct pfs_xfer_opts xo = {.timeout = opts->timeout, .retries = opts->retries};
+	struct pfs_xfer_opts xo = {.timeout = opts->timeout, .retries = opts->retries,
+				   .bandwidth = opts->bandwidth};
 	struct http_origin *ho;
 	int rc = -ENOMEM;
 

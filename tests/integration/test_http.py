@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -192,3 +193,25 @@ def test_small_cache_concurrent(dataset, tmp_path, nginx, mount):
     s = m.stats()
     assert s["ram"]["evictions"] > 0 and s["ram"]["bytes"] <= 1 << 20, s
     assert s["origin"]["errors"] == 0, s
+
+
+def test_origin_bandwidth_cap(dataset, tmp_path, nginx, mount):
+    """origin_bandwidth paces the sum of all ranged GETs. A lower bound on
+    the elapsed time: a slow machine can only make it pass more easily."""
+    src = tmp_path / "served"
+    shutil.copytree(dataset, src, copy_function=shutil.copy2)
+    write_manifest(src)
+    ng = nginx(src, autoindex=False)
+    cap = 4 << 20
+    m = mount(ng.url, {"origin_bandwidth": str(cap), "prefetch": "off"})
+    files = sorted(list_files(src), key=lambda r: -(src / r).stat().st_size)
+    total, t0 = 0, time.monotonic()
+    for rel in files:
+        assert read_all(m.path / rel) == (src / rel).read_bytes()
+        total += (src / rel).stat().st_size
+        if total >= 3 * cap:
+            break
+    took = time.monotonic() - t0
+    assert total >= 3 * cap
+    # 0.1 s of burst is allowed; the rest is paced.
+    assert took >= total / cap - 0.1 - 0.05, (total, took)
