@@ -62,6 +62,7 @@ struct pfs_prefetch {
 	uint32_t *perm;
 	size_t perm_n, perm_next;
 	uint64_t perm_epoch;    /* epoch the permutation was made for */
+	double perm_time;       /* when it was made (CLOCK_MONOTONIC s) */
 	uint32_t scope;         /* subtree root being read; UINT32_MAX: none */
 	int scope_changed;
 	uint64_t rng;
@@ -187,9 +188,19 @@ static int next_work(struct pfs_prefetch *p, uint32_t *node, uint64_t *blk, size
 			if (p->scope == UINT32_MAX)
 				return 0;
 			uint64_t epoch = pfs_epoch_current(p->o.epoch);
-			if (p->scope_changed || p->perm_epoch != epoch) {
+			/* Several jobs reading one mount make the epoch tracker
+			 * see many short "epochs" (each job re-reads what the
+			 * other read): rebuild when the last permutation is used
+			 * up, else at most once a second. */
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			double t = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+			if (p->scope_changed ||
+			    (p->perm_epoch != epoch &&
+			     (p->perm_next >= p->perm_n || t - p->perm_time >= 1.0))) {
 				p->scope_changed = 0;
 				p->perm_epoch = epoch;
+				p->perm_time = t;
 				if (collect_files(p, p->scope) < 0)
 					return 0;
 			}
