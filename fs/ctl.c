@@ -19,7 +19,7 @@
 
 #define SNAP_CAP 65536
 
-enum { CTL_DIR, CTL_STATS, CTL_METRICS, CTL_ORDER, CTL__COUNT };
+enum { CTL_DIR, CTL_STATS, CTL_METRICS, CTL_ORDER, CTL_VIEWS, CTL__COUNT };
 
 #define MAX_SOURCES 8
 static struct source {
@@ -63,6 +63,7 @@ static const struct ctl_file {
 	[CTL_STATS] = {"stats", render_json},
 	[CTL_METRICS] = {"metrics", render_metrics},
 	[CTL_ORDER] = {"order", NULL}, /* written, not read: see order.h */
+	[CTL_VIEWS] = {"views", NULL}, /* a directory, served by fs.c */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -118,7 +119,7 @@ int pfs_ctl_getattr(uint64_t ino, struct stat *st)
 	st->st_uid = getuid();
 	st->st_gid = getgid();
 	st->st_atim = st->st_mtim = st->st_ctim = now;
-	if (i == CTL_DIR) {
+	if (i == CTL_DIR || i == CTL_VIEWS) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
 	} else if (!files[i].render) {
@@ -135,7 +136,7 @@ int pfs_ctl_getattr(uint64_t ino, struct stat *st)
 int pfs_ctl_read(uint64_t ino, uint64_t off, size_t size, char *buf, size_t *got)
 {
 	uint64_t i = ino - PFS_CTL_INO_BASE;
-	if (!pfs_ctl_is(ino) || i == CTL_DIR || i >= CTL__COUNT)
+	if (!pfs_ctl_is(ino) || i == CTL_DIR || i == CTL_VIEWS || i >= CTL__COUNT)
 		return -EISDIR;
 	if (!files[i].render) {
 		*got = 0;

@@ -18,8 +18,12 @@
 #define PFS_CTL_INO_BASE (1ull << 40)
 #define PFS_CTL_INO_DIR PFS_CTL_INO_BASE
 #define PFS_CTL_INO_ORDER (PFS_CTL_INO_BASE + 3) /* written by loaders */
+#define PFS_CTL_INO_VIEWS (PFS_CTL_INO_BASE + 4) /* its entries: fs.c */
 
-static inline int pfs_ctl_is(uint64_t ino) { return ino >= PFS_CTL_INO_BASE; }
+static inline int pfs_ctl_is(uint64_t ino)
+{
+	return ino >= PFS_CTL_INO_BASE && ino < PFS_CTL_INO_BASE + 64;
+}
 
 struct pfs_stat_list;
 /* Adds the values of another module to the stats and metrics files. Call

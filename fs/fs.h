@@ -18,6 +18,7 @@ struct pfs_origin;
 struct pfs_bcache;
 struct pfs_ssd;
 struct pfs_epoch;
+struct pfs_views;
 struct fuse_lowlevel_ops;
 
 /* Borrowed, not owned: all must outlive the fs. */
@@ -28,6 +29,7 @@ struct pfs_fs_conf {
 	struct pfs_ssd *ssd;   /* NULL: no SSD tier */
 	struct pfs_epoch *epoch;
 	int policy;            /* enum pfs_policy */
+	struct pfs_views *views; /* NULL: no views */
 	size_t block_size;
 };
 

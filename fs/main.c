@@ -15,6 +15,7 @@
 #include "fs.h"
 #include "ftable.h"
 #include "options.h"
+#include "views.h"
 #include "../cache/bcache.h"
 #include "../cache/ssd.h"
 #include "ctl.h"
@@ -225,6 +226,7 @@ int main(int argc, char **argv)
 	struct pfs_bcache *cache = NULL;
 	struct pfs_epoch *epoch = NULL;
 	struct pfs_prefetch *prefetch = NULL;
+	struct pfs_views *views = NULL;
 	struct pfs_fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *lcfg = NULL;
@@ -288,7 +290,9 @@ int main(int argc, char **argv)
 		goto out_cache;
 	pfs_ctl_add_stats_source(bcache_stats_source, cache);
 	pfs_ctl_add_stats_source(epoch_stats_source, epoch);
-	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.policy, o.block_size};
+	if (pfs_views_create((unsigned)o.view_workers, o.view_max_pixels, &views) < 0)
+		goto out_cache;
+	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.policy, views, o.block_size};
 	if (pfs_fs_create(&conf, &fs) < 0)
 		goto out_cache;
 	pfs_ctl_add_stats_source(pfs_fs_stats, fs);
@@ -336,6 +340,7 @@ out_prefetch:
 out_fs:
 	pfs_fs_destroy(fs);
 out_cache:
+	pfs_views_destroy(views);
 	pfs_epoch_destroy(epoch);
 	pfs_bcache_destroy(cache);
 out_ft:

@@ -82,6 +82,11 @@ static const struct key keys[] = {
 	{"origin_bandwidth", "prefetch", K_RATE, OFF(origin_bandwidth), 0, UINT64_MAX, NULL,
 	 "bytes per second like 100M, or none"},
 
+	{"view_max_pixels", "views", K_UINT, OFF(view_max_pixels), 1, UINT64_MAX, NULL,
+	 "a pixel count (width x height) like 64000000"},
+	{"view_workers", "views", K_UINT, OFF(view_workers), 0, 1024, NULL,
+	 "an integer from 0 (one per CPU) to 1024"},
+
 	{"max_threads", "mount", K_UINT, OFF(max_threads), 1, 100000, NULL,
 	 "an integer from 1 to 100000"},
 	{"allow_other", "mount", K_FLAG, OFF(allow_other), 0, 0, NULL, "yes or no"},
@@ -116,6 +121,8 @@ void pfs_opts_init(struct pfs_opts *o)
 	o->resident = PFS_RESIDENT_ANY;
 	o->prefetch = 1;
 	o->prefetch_inflight = 128;
+	o->view_max_pixels = 64000000;
+	o->view_workers = 0;
 	o->prefetch_window = 256;
 	o->prefetch_ram_share = 0.25;
 	o->origin_bandwidth = 0;

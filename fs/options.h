@@ -56,6 +56,8 @@ struct pfs_opts {
 	double prefetch_ram_share;    /* 0..1 of ram_size */
 	uint64_t origin_bandwidth;    /* bytes/s; 0 = no cap */
 	/* [mount] */
+	uint64_t view_max_pixels; /* views: decompression-bomb limit, pixels */
+	uint64_t view_workers;   /* views: transform threads, 0 = one per CPU */
 	uint64_t max_threads;  /* FUSE worker threads */
 	int allow_other, default_permissions;
 	/* Internal to pfs_opts_parse(): bit i set when key i (table order)

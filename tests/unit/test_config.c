@@ -146,6 +146,7 @@ static void test_table_sections(void **state)
 		{"prefetch", "prefetch"}, {"prefetch_inflight", "prefetch"},
 		{"prefetch_window", "prefetch"}, {"prefetch_ram_share", "prefetch"},
 		{"origin_bandwidth", "prefetch"},
+		{"view_max_pixels", "views"}, {"view_workers", "views"},
 		{"max_threads", "mount"}, {"allow_other", "mount"},
 		{"default_permissions", "mount"},
 	};
@@ -317,7 +318,7 @@ static void test_unknown_section(void **state)
 {
 	(void)state;
 	load_fails("[cache]\nram_size = 1G\n\n[cahce]\nblock_size = 1M\n", 4,
-		   "unknown section [cahce]", "[origin], [cache], [prefetch], [mount]", NULL);
+		   "unknown section [cahce]", "[origin], [cache], [prefetch], [views], [mount]", NULL);
 	/* Even with no keys under it. */
 	load_fails("[origin]\n[bogus]\n", 2, "[bogus]", NULL);
 	/* Section names are case-sensitive, like keys. */

@@ -1,0 +1,47 @@
+/* views.h - MOUNT/.prestofs/views/SPEC/REL/PATH: the dataset, transformed.
+ *
+ * This module interns view specs (each canonical spec gets a small index,
+ * so two spellings of one meaning share one cache entry), runs transforms
+ * on a bounded pool of worker threads (never more decodes at once than
+ * cores, whatever the number of FUSE readers), and remembers output sizes
+ * (stat must report them exactly, and a jpeg output's size is only known
+ * once encoded). The transforms themselves are transform/view.h.
+ * Thread-safe.
+ */
+#ifndef PFS_VIEWS_H
+#define PFS_VIEWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PFS_VIEWS_MAX_SPECS 256
+#define PFS_VIEWS_MAX_OUTPUT (256u << 20) /* bytes of one transformed file */
+
+struct pfs_views;
+
+/* workers: transform threads (0: the number of CPUs). max_pixels: the
+ * decompression-bomb limit (declared width x height). */
+int pfs_views_create(unsigned workers, uint64_t max_pixels, struct pfs_views **out);
+void pfs_views_destroy(struct pfs_views *v);
+
+/* Index of a spec, interned by canonical form: 0 and *idx, -ENOENT for an
+ * invalid spec (logged once per spelling, with the grammar), -ENOSPC when
+ * PFS_VIEWS_MAX_SPECS are in use. */
+int pfs_views_spec(struct pfs_views *v, const char *name, uint32_t *idx);
+/* The canonical form of spec idx; valid as long as v. */
+const char *pfs_views_canon(struct pfs_views *v, uint32_t idx);
+
+/* 1 if a file of this name is transformed (a JPEG), 0 if passed through. */
+int pfs_views_transforms(const char *name);
+
+/* The output size of spec idx applied to src (a whole JPEG file). Cached
+ * per key (any 64-bit id of the view file): with src NULL, answers from
+ * that cache or -EAGAIN. -EIO corrupt, -E2BIG bomb (the first time; later
+ * -ENODATA, so the caller logs a bad file once). */
+int pfs_views_size(struct pfs_views *v, uint32_t idx, uint64_t key, const void *src,
+		   size_t len, uint64_t *size);
+/* Transforms src on the pool (the caller waits). The caller frees *out. */
+int pfs_views_apply(struct pfs_views *v, uint32_t idx, const void *src, size_t len,
+		    void **out, size_t *out_len);
+
+#endif
