@@ -17,6 +17,7 @@
 
 #include "ctl.h"
 #include "fs.h"
+#include "fs_int.h"
 #include "ftable.h"
 #include "order.h"
 #include "views.h"
@@ -32,28 +33,6 @@
 #define TIMEOUT_FOREVER 1e6 /* seconds; the dataset does not change */
 #define MAX_IOV 256
 
-struct pfs_fs {
-	struct pfs_ftable *ft;
-	struct pfs_origin *origin;
-	struct pfs_bcache *cache;
-	struct pfs_ssd *ssd;
-	struct pfs_epoch *epoch;
-	size_t block_size;
-	uid_t uid;
-	gid_t gid;
-	int no_open, no_opendir; /* set once in init, read-only afterwards */
-	enum pfs_policy policy;
-	struct pfs_prefetch *prefetch; /* set before mounting, or NULL */
-	struct pfs_order *order;
-	struct pfs_views *views;       /* NULL: no views */
-	/* The current epoch's counters: bases taken when it began (atomics). */
-	uint64_t epoch_seen, base_hits, base_misses, base_stall_ns;
-	uint64_t stall_ns; /* atomic: time demand reads waited for data */
-};
-
-/* A demand read that took longer than this waited for a fill (a RAM hit
- * takes about a microsecond). */
-#define STALL_THRESHOLD_NS 50000
 
 int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 {
@@ -88,7 +67,7 @@ int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p)
 	return pfs_order_create(fs->ft, p, &fs->order);
 }
 
-static uint64_t now_ns(void)
+uint64_t  pfs_fsi_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -100,7 +79,7 @@ static uint64_t now_ns(void)
 
 /* A read at offset 0 starts a sample: epoch tracking. When it opens a new
  * epoch, that epoch's counters start from here. */
-static void note_sample(struct pfs_fs *fs, uint32_t node)
+void  pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node)
 {
 	uint64_t e = pfs_epoch_note_read(fs->epoch, node);
 	uint64_t seen = LOAD(fs->epoch_seen);
@@ -155,7 +134,7 @@ static void fill_stat(const struct pfs_fs *fs, uint32_t node,
 	st->st_atim.tv_sec = st->st_mtim.tv_sec = st->st_ctim.tv_sec = info->mtime;
 }
 
-static int entry_of(const struct pfs_fs *fs, uint32_t node, struct fuse_entry_param *e)
+int  pfs_fsi_entry(const struct pfs_fs *fs, uint32_t node, struct fuse_entry_param *e)
 {
 	struct pfs_fnode info;
 	int rc = pfs_ftable_get(fs->ft, node, &info);
@@ -179,12 +158,6 @@ static int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e)
 	e->attr_timeout = 0; /* dynamic content: see ctl.c */
 	return 0;
 }
-
-/* Views (defined with the read path below). */
-static int is_view(fuse_ino_t ino);
-static fuse_ino_t view_ino(uint32_t spec, uint32_t node);
-static void view_split(fuse_ino_t ino, uint32_t *spec, uint32_t *node);
-static int view_entry(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -219,7 +192,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	if (fs->views && (parent == PFS_CTL_INO_VIEWS || is_view(parent))) {
+	if (fs->views && (parent == PFS_CTL_INO_VIEWS || pfs_fsi_is_view(parent))) {
 		uint32_t spec;
 		int rc;
 		if (parent == PFS_CTL_INO_VIEWS) {
@@ -228,11 +201,11 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			rc = pfs_views_spec(fs->views, name, &spec);
 			node = PFS_FTABLE_ROOT;
 		} else {
-			view_split(parent, &spec, &dir);
+			pfs_fsi_view_split(parent, &spec, &dir);
 			rc = pfs_ftable_lookup(fs->ft, dir, name, &node);
 		}
 		if (rc == 0)
-			rc = view_entry(fs, view_ino(spec, node), &e);
+			rc = pfs_fsi_view_entry(fs, pfs_fsi_view_ino(spec, node), &e);
 		if (rc < 0)
 			fuse_reply_err(req, rc == -ENOTDIR || rc == -EIO || rc == -EACCES ? -rc : ENOENT);
 		else
@@ -257,7 +230,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (rc == 0)
-		rc = entry_of(fs, node, &e);
+		rc = pfs_fsi_entry(fs, node, &e);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -271,8 +244,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	uint32_t node;
 	(void)fi;
 	pfs_stat_op(PFS_OP_GETATTR);
-	if (is_view(ino) && fs->views) {
-		int rc = view_entry(fs, ino, &e);
+	if (pfs_fsi_is_view(ino) && fs->views) {
+		int rc = pfs_fsi_view_entry(fs, ino, &e);
 		if (rc < 0)
 			fuse_reply_err(req, -rc);
 		else
@@ -281,7 +254,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	int rc = pfs_ctl_is(ino) ? ctl_entry(ino, &e) : node_of(fs, ino, &node);
 	if (rc == 0 && !pfs_ctl_is(ino))
-		rc = entry_of(fs, node, &e);
+		rc = pfs_fsi_entry(fs, node, &e);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -331,11 +304,6 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
-struct fill_ctx {
-	struct pfs_fs *fs;
-	uint32_t node;
-	uint64_t size, off, fp;
-};
 
 /* The SSD tier's copy is usable only if it is of the same content version
  * as everything else this mount has served of the file: its validator
@@ -356,7 +324,7 @@ static int fill_from_ssd(struct fill_ctx *c, const char *path, void *buf, size_t
 
 /* A RAM miss: the SSD tier, else the origin (then written to the SSD tier
  * at once, so an unmount or a crash loses nothing that was fetched). */
-static int fill_block(void *p, void *buf, size_t len)
+int  pfs_fsi_fill_block(void *p, void *buf, size_t len)
 {
 	struct fill_ctx *c = p;
 	char path[4096];
@@ -379,190 +347,6 @@ static int fill_block(void *p, void *buf, size_t len)
 	return rc;
 }
 
-/* ---- views: MOUNT/.prestofs/views/SPEC/REL/PATH ------------------------
- * A view inode is VIEW_BASE | spec << 32 | node: the same namespace as the
- * dataset, per interned spec. A file that is not a JPEG passes through
- * (its reads share the dataset file's cache blocks); a JPEG's output is
- * one cache block keyed by its view inode, and is kept in the SSD tier
- * under ".views/SPEC/REL/PATH" with the source's fingerprint. */
-#define VIEW_BASE (1ull << 48)
-
-static int is_view(fuse_ino_t ino)
-{
-	return ino >= VIEW_BASE;
-}
-
-static fuse_ino_t view_ino(uint32_t spec, uint32_t node)
-{
-	return VIEW_BASE | (uint64_t)spec << 32 | node;
-}
-
-static void view_split(fuse_ino_t ino, uint32_t *spec, uint32_t *node)
-{
-	*spec = (uint32_t)((ino - VIEW_BASE) >> 32);
-	*node = (uint32_t)ino;
-}
-
-/* The whole source file, through the cache (and so the SSD tier). */
-static int read_source(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
-		       char **out)
-{
-	if (info->size > PFS_VIEWS_MAX_OUTPUT)
-		return -EFBIG;
-	char *buf = malloc(info->size ? info->size : 1);
-	if (!buf)
-		return -ENOMEM;
-	uint64_t bs = fs->block_size;
-	for (uint64_t b = 0; b * bs < info->size; b++) {
-		size_t blen = (size_t)(info->size - b * bs < bs ? info->size - b * bs : bs);
-		struct fill_ctx c = {fs, node, info->size, b * bs, info->fp};
-		struct pfs_block *blk;
-		int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, b, blen, info->size, 0,
-					fill_block, &c, &blk);
-		if (rc < 0) {
-			free(buf);
-			return rc;
-		}
-		memcpy(buf + b * bs, pfs_block_data(blk), blen);
-		pfs_bcache_put(fs->cache, blk);
-	}
-	*out = buf;
-	return 0;
-}
-
-/* Output size of a view file (a JPEG under spec), remembered per inode. */
-static int view_size(struct pfs_fs *fs, fuse_ino_t ino, uint64_t *size)
-{
-	uint32_t spec, node;
-	struct pfs_fnode info;
-	view_split(ino, &spec, &node);
-	if (pfs_ftable_get(fs->ft, node, &info) < 0)
-		return -ENOENT;
-	char *src = NULL;
-	int rc = pfs_views_size(fs->views, spec, ino, NULL, 0, size);
-	if (rc == -EAGAIN) { /* not known yet: needs the source */
-		rc = read_source(fs, node, &info, &src);
-		if (rc == 0)
-			rc = pfs_views_size(fs->views, spec, ino, src, (size_t)info.size, size);
-		if (rc == -EIO || rc == -E2BIG) { /* the first time only */
-			char path[4096];
-			pfs_ftable_path(fs->ft, node, path, sizeof(path));
-			pfs_warn("view %s of '%s': %s", pfs_views_canon(fs->views, spec), path,
-				 rc == -E2BIG ? "more pixels than view_max_pixels" :
-				 "not a decodable JPEG");
-		}
-	}
-	free(src);
-	return rc;
-}
-
-static int view_entry(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param *e)
-{
-	uint32_t spec, node;
-	view_split(ino, &spec, &node);
-	int rc = entry_of(fs, node, e);
-	if (rc < 0)
-		return rc;
-	e->ino = ino;
-	e->attr.st_ino = ino;
-	if (!S_ISDIR(e->attr.st_mode) && pfs_views_transforms(pfs_ftable_name(fs->ft, node))) {
-		uint64_t size;
-		rc = view_size(fs, ino, &size);
-		if (rc < 0)
-			return rc == -E2BIG || rc == -ENODATA ? -EIO : rc;
-		e->attr.st_size = (off_t)size;
-		e->attr.st_blocks = (blkcnt_t)((size + 511) / 512);
-	}
-	return 0;
-}
-
-struct view_fill_ctx {
-	struct pfs_fs *fs;
-	uint32_t spec, node;
-	struct pfs_fnode info;
-};
-
-static int view_fill(void *p, void *buf, size_t len)
-{
-	struct view_fill_ctx *c = p;
-	struct pfs_fs *fs = c->fs;
-	char path[4096 + 300], rel[4096], etag[PFS_ETAG_MAX];
-	int rc = pfs_ftable_path(fs->ft, c->node, rel, sizeof(rel));
-	if (rc < 0)
-		return rc;
-	if (snprintf(path, sizeof(path), ".views/%.256s/%s", pfs_views_canon(fs->views, c->spec),
-		     rel) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	if (fs->ssd && pfs_ssd_get(fs->ssd, path, 0, c->info.fp, buf, len, etag) == 0)
-		return 0;
-	char *src;
-	rc = read_source(fs, c->node, &c->info, &src);
-	if (rc < 0)
-		return rc;
-	void *out;
-	size_t out_len;
-	rc = pfs_views_apply(fs->views, c->spec, src, (size_t)c->info.size, &out, &out_len);
-	free(src);
-	if (rc < 0)
-		return rc == -E2BIG ? -EIO : rc;
-	if (out_len != len) {
-		free(out);
-		return -EIO; /* the size reported by stat must hold */
-	}
-	memcpy(buf, out, len);
-	free(out);
-	if (fs->ssd)
-		pfs_ssd_put(fs->ssd, path, 0, c->info.fp, "", buf, len);
-	return 0;
-}
-
-static void read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, size_t size,
-			 off_t off);
-
-static void view_read(fuse_req_t req, struct pfs_fs *fs, fuse_ino_t ino, size_t size,
-		      off_t off)
-{
-	struct view_fill_ctx c = {.fs = fs};
-	view_split(ino, &c.spec, &c.node);
-	if (pfs_ftable_get(fs->ft, c.node, &c.info) < 0) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (c.info.is_dir) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	if (!pfs_views_transforms(pfs_ftable_name(fs->ft, c.node))) {
-		read_dataset(req, fs, c.node, size, off);
-		return;
-	}
-	uint64_t osize;
-	int rc = view_size(fs, ino, &osize);
-	if (rc < 0) {
-		fuse_reply_err(req, rc == -ENOENT || rc == -EACCES ? -rc : EIO);
-		return;
-	}
-	if (off < 0 || (uint64_t)off >= osize || size == 0) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	if (off == 0)
-		note_sample(fs, c.node);
-	struct pfs_block *b;
-	uint64_t t0 = now_ns();
-	rc = pfs_bcache_get(fs->cache, ino, 0, (size_t)osize, osize, 0, view_fill, &c, &b);
-	uint64_t waited = now_ns() - t0;
-	if (waited > STALL_THRESHOLD_NS)
-		__atomic_add_fetch(&fs->stall_ns, waited, __ATOMIC_RELAXED);
-	if (rc < 0) {
-		fuse_reply_err(req, rc == -ENOENT || rc == -EACCES || rc == -ENOMEM ? -rc : EIO);
-		return;
-	}
-	size_t n = osize - (uint64_t)off < size ? (size_t)(osize - (uint64_t)off) : size;
-	fuse_reply_buf(req, (const char *)pfs_block_data(b) + off, n);
-	pfs_bcache_put(fs->cache, b);
-}
-
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -580,8 +364,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		free(buf);
 		return;
 	}
-	if (is_view(ino) && fs->views) {
-		view_read(req, fs, ino, size, off);
+	if (pfs_fsi_is_view(ino) && fs->views) {
+		pfs_fsi_view_read(req, fs, ino, size, off);
 		return;
 	}
 	uint32_t node;
@@ -589,11 +373,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	read_dataset(req, fs, node, size, off);
+	pfs_fsi_read_dataset(req, fs, node, size, off);
 }
 
 /* A read of a dataset file: its blocks, straight from the cache. */
-static void read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, size_t size,
+void  pfs_fsi_read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, size_t size,
 			 off_t off)
 {
 	fuse_ino_t ino = (fuse_ino_t)node + 1;
@@ -614,8 +398,8 @@ static void read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, size_
 	/* A read of a file's first byte starts a sample: it drives epoch
 	 * tracking (see cache/epoch.h); re-reads come from the page cache. */
 	if (start == 0)
-		note_sample(fs, node);
-	uint64_t t0 = now_ns();
+		pfs_fsi_note_sample(fs, node);
+	uint64_t t0 = pfs_fsi_now_ns();
 	uint64_t end = info.size - start < size ? info.size : start + size;
 	uint64_t bs = fs->block_size;
 	uint64_t first = start / bs, last = (end - 1) / bs;
@@ -630,7 +414,7 @@ static void read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, size_
 		uint64_t boff = b * bs;
 		size_t blen = (size_t)(info.size - boff < bs ? info.size - boff : bs);
 		struct fill_ctx c = {fs, node, info.size, boff, info.fp};
-		rc = pfs_bcache_get(fs->cache, ino, b, blen, info.size, 0, fill_block, &c,
+		rc = pfs_bcache_get(fs->cache, ino, b, blen, info.size, 0, pfs_fsi_fill_block, &c,
 				    &blocks[got]);
 		if (rc < 0)
 			break;
@@ -640,7 +424,7 @@ static void read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, size_
 		iov[got].iov_len = (size_t)(hi - lo);
 		got++;
 	}
-	uint64_t waited = now_ns() - t0;
+	uint64_t waited = pfs_fsi_now_ns() - t0;
 	if (waited > STALL_THRESHOLD_NS)
 		__atomic_add_fetch(&fs->stall_ns, waited, __ATOMIC_RELAXED);
 	if (rc < 0)
@@ -664,9 +448,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 	struct pfs_fs *fs = fs_of(req);
 	uint32_t dir, spec = 0;
 	int ctl = pfs_ctl_is(ino);
-	int view = is_view(ino) && fs->views;
+	int view = pfs_fsi_is_view(ino) && fs->views;
 	if (view)
-		view_split(ino, &spec, &dir);
+		pfs_fsi_view_split(ino, &spec, &dir);
 	if (!ctl && !view && node_of(fs, ino, &dir) < 0) {
 		fuse_reply_err(req, ENOENT);
 		return;
@@ -701,12 +485,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 			name = pfs_ftable_name(fs->ft, child);
 			if (dir == PFS_FTABLE_ROOT && !strcmp(name, PFS_CTL_NAME))
 				continue; /* shadowed by the control tree */
-			entry_of(fs, child, &e);
+			pfs_fsi_entry(fs, child, &e);
 			if (view) {
 				/* Type and inode only: a view file's size may need its
 				 * source, so it is computed at lookup, not here. */
 				e.ino = 0;
-				e.attr.st_ino = view_ino(spec, child);
+				e.attr.st_ino = pfs_fsi_view_ino(spec, child);
 			}
 		}
 		size_t len = plus ? fuse_add_direntry_plus(req, buf + used, size - used,
@@ -848,7 +632,7 @@ int pfs_fs_prefetch_block(void *ctx, uint32_t node, uint64_t blk, size_t len)
 	struct fill_ctx c = {fs, node, info.size, blk * fs->block_size, info.fp};
 	struct pfs_block *b;
 	int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, blk, len, info.size,
-				PFS_BCACHE_PREFETCH, fill_block, &c, &b);
+				PFS_BCACHE_PREFETCH, pfs_fsi_fill_block, &c, &b);
 	if (rc == 0)
 		pfs_bcache_put(fs->cache, b);
 	return rc;
