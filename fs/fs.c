@@ -64,7 +64,7 @@ void pfs_fs_destroy(struct pfs_fs *fs)
 int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p)
 {
 	fs->prefetch = p;
-	return pfs_order_create(fs->ft, p, &fs->order);
+	return pfs_order_create(fs->ft, p, fs->views, &fs->order);
 }
 
 uint64_t  pfs_fsi_now_ns(void)
@@ -623,9 +623,12 @@ static void op_setxattr(fuse_req_t r, fuse_ino_t i, const char *n, const char *v
 static void op_removexattr(fuse_req_t r, fuse_ino_t i, const char *n)
 { (void)i; (void)n; deny(r); }
 
-int pfs_fs_prefetch_block(void *ctx, uint32_t node, uint64_t blk, size_t len)
+int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 {
 	struct pfs_fs *fs = ctx;
+	uint32_t node = PFS_PREFETCH_NODE(obj);
+	if (PFS_PREFETCH_VIEW(obj))
+		return pfs_fsi_view_prefetch(fs, PFS_PREFETCH_VIEW(obj) - 1, node);
 	struct pfs_fnode info;
 	if (pfs_ftable_get(fs->ft, node, &info) < 0 || info.is_dir)
 		return -ENOENT;

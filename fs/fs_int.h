@@ -67,5 +67,7 @@ void pfs_fsi_view_split(fuse_ino_t ino, uint32_t *spec, uint32_t *node);
 int pfs_fsi_view_entry(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
 void pfs_fsi_view_read(fuse_req_t req, struct pfs_fs *fs, fuse_ino_t ino, size_t size,
 		       off_t off);
+/* Brings the output of view `spec` of file `node` into the cache. */
+int pfs_fsi_view_prefetch(struct pfs_fs *fs, uint32_t spec, uint32_t node);
 
 #endif

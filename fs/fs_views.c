@@ -11,6 +11,7 @@
 #include "views.h"
 #include "../cache/bcache.h"
 #include "../cache/ssd.h"
+#include "../prefetch/prefetch.h"
 #include "../origin/origin.h"
 #include "../util/log.h"
 
@@ -40,7 +41,7 @@ void  pfs_fsi_view_split(fuse_ino_t ino, uint32_t *spec, uint32_t *node)
 
 /* The whole source file, through the cache (and so the SSD tier). */
 static int read_source(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
-		       char **out)
+		       unsigned flags, char **out)
 {
 	if (info->size > PFS_VIEWS_MAX_OUTPUT)
 		return -EFBIG;
@@ -52,7 +53,7 @@ static int read_source(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode 
 		size_t blen = (size_t)(info->size - b * bs < bs ? info->size - b * bs : bs);
 		struct fill_ctx c = {fs, node, info->size, b * bs, info->fp};
 		struct pfs_block *blk;
-		int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, b, blen, info->size, 0,
+		int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, b, blen, info->size, flags,
 					pfs_fsi_fill_block, &c, &blk);
 		if (rc < 0) {
 			free(buf);
@@ -66,7 +67,7 @@ static int read_source(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode 
 }
 
 /* Output size of a view file (a JPEG under spec), remembered per inode. */
-static int view_size(struct pfs_fs *fs, fuse_ino_t ino, uint64_t *size)
+static int view_size(struct pfs_fs *fs, fuse_ino_t ino, unsigned flags, uint64_t *size)
 {
 	uint32_t spec, node;
 	struct pfs_fnode info;
@@ -76,7 +77,7 @@ static int view_size(struct pfs_fs *fs, fuse_ino_t ino, uint64_t *size)
 	char *src = NULL;
 	int rc = pfs_views_size(fs->views, spec, ino, NULL, 0, size);
 	if (rc == -EAGAIN) { /* not known yet: needs the source */
-		rc = read_source(fs, node, &info, &src);
+		rc = read_source(fs, node, &info, flags, &src);
 		if (rc == 0)
 			rc = pfs_views_size(fs->views, spec, ino, src, (size_t)info.size, size);
 		if (rc == -EIO || rc == -E2BIG) { /* the first time only */
@@ -102,7 +103,7 @@ int  pfs_fsi_view_entry(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_par
 	e->attr.st_ino = ino;
 	if (!S_ISDIR(e->attr.st_mode) && pfs_views_transforms(pfs_ftable_name(fs->ft, node))) {
 		uint64_t size;
-		rc = view_size(fs, ino, &size);
+		rc = view_size(fs, ino, 0, &size);
 		if (rc < 0)
 			return rc == -E2BIG || rc == -ENODATA ? -EIO : rc;
 		e->attr.st_size = (off_t)size;
@@ -115,6 +116,7 @@ struct view_fill_ctx {
 	struct pfs_fs *fs;
 	uint32_t spec, node;
 	struct pfs_fnode info;
+	unsigned flags; /* for the source's blocks */
 };
 
 static int view_fill(void *p, void *buf, size_t len)
@@ -131,7 +133,7 @@ static int view_fill(void *p, void *buf, size_t len)
 	if (fs->ssd && pfs_ssd_get(fs->ssd, path, 0, c->info.fp, buf, len, etag) == 0)
 		return 0;
 	char *src;
-	rc = read_source(fs, c->node, &c->info, &src);
+	rc = read_source(fs, c->node, &c->info, c->flags, &src);
 	if (rc < 0)
 		return rc;
 	void *out;
@@ -169,7 +171,7 @@ void  pfs_fsi_view_read(fuse_req_t req, struct pfs_fs *fs, fuse_ino_t ino, size_
 		return;
 	}
 	uint64_t osize;
-	int rc = view_size(fs, ino, &osize);
+	int rc = view_size(fs, ino, 0, &osize);
 	if (rc < 0) {
 		fuse_reply_err(req, rc == -ENOENT || rc == -EACCES ? -rc : EIO);
 		return;
@@ -193,5 +195,26 @@ void  pfs_fsi_view_read(fuse_req_t req, struct pfs_fs *fs, fuse_ino_t ino, size_
 	size_t n = osize - (uint64_t)off < size ? (size_t)(osize - (uint64_t)off) : size;
 	fuse_reply_buf(req, (const char *)pfs_block_data(b) + off, n);
 	pfs_bcache_put(fs->cache, b);
+	if (off == 0 && fs->prefetch) /* the order position moves */
+		pfs_prefetch_on_read(fs->prefetch, c.node, c.info.size, 0, n);
+}
+
+int pfs_fsi_view_prefetch(struct pfs_fs *fs, uint32_t spec, uint32_t node)
+{
+	fuse_ino_t ino = pfs_fsi_view_ino(spec, node);
+	struct view_fill_ctx c = {.fs = fs, .spec = spec, .node = node,
+				  .flags = PFS_BCACHE_PREFETCH};
+	if (pfs_ftable_get(fs->ft, node, &c.info) < 0 || c.info.is_dir)
+		return -ENOENT;
+	uint64_t osize;
+	int rc = view_size(fs, ino, PFS_BCACHE_PREFETCH, &osize);
+	if (rc < 0)
+		return rc;
+	struct pfs_block *b;
+	rc = pfs_bcache_get(fs->cache, ino, 0, (size_t)osize, osize, PFS_BCACHE_PREFETCH,
+			    view_fill, &c, &b);
+	if (rc == 0)
+		pfs_bcache_put(fs->cache, b);
+	return rc;
 }
 

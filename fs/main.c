@@ -15,6 +15,7 @@
 #include "fs.h"
 #include "ftable.h"
 #include "options.h"
+#include "profile.h"
 #include "views.h"
 #include "../cache/bcache.h"
 #include "../cache/ssd.h"
@@ -217,6 +218,8 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "index"))
 		return cmd_index(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "profile"))
+		return pfs_profile_main(argc, argv);
 
 	struct pfs_opts o;
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl.h"
 #include "ftable.h"
 #include "order.h"
+#include "views.h"
 #include "../prefetch/prefetch.h"
 
 #define LINE_MAX_BYTES 4096
@@ -14,6 +16,7 @@
 struct pfs_order {
 	const struct pfs_ftable *ft;
 	struct pfs_prefetch *prefetch;
+	struct pfs_views *views;
 	pthread_mutex_t lock;
 	char line[LINE_MAX_BYTES]; /* the partial last line; guarded by lock */
 	size_t line_len;
@@ -21,13 +24,14 @@ struct pfs_order {
 };
 
 int pfs_order_create(const struct pfs_ftable *ft, struct pfs_prefetch *prefetch,
-		     struct pfs_order **out)
+		     struct pfs_views *views, struct pfs_order **out)
 {
 	struct pfs_order *o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
 	o->ft = ft;
 	o->prefetch = prefetch;
+	o->views = views;
 	pthread_mutex_init(&o->lock, NULL);
 	*out = o;
 	return 0;
@@ -56,8 +60,10 @@ void pfs_order_reset(struct pfs_order *o)
 	pthread_mutex_unlock(&o->lock);
 }
 
+#define VIEWS_PREFIX PFS_CTL_NAME "/views/"
+
 /* Resolves one complete line into the batch. */
-static void take_line(struct pfs_order *o, char *s, size_t n, uint32_t *batch,
+static void take_line(struct pfs_order *o, char *s, size_t n, uint64_t *batch,
 		      size_t *nb, size_t *unknown)
 {
 	if (n && s[n - 1] == '\r')
@@ -67,18 +73,38 @@ static void take_line(struct pfs_order *o, char *s, size_t n, uint32_t *batch,
 		s++;
 	if (!*s)
 		return; /* empty lines are allowed */
-	uint32_t node;
+	uint32_t view = 0, spec, node;
+	if (!strncmp(s, VIEWS_PREFIX, strlen(VIEWS_PREFIX))) {
+		char *name = s + strlen(VIEWS_PREFIX);
+		char *slash = strchr(name, '/');
+		if (!o->views || !slash) {
+			(*unknown)++;
+			return;
+		}
+		*slash = '\0';
+		int rc = pfs_views_spec(o->views, name, &spec);
+		*slash = '/';
+		if (rc < 0) {
+			(*unknown)++;
+			return;
+		}
+		s = slash + 1;
+		view = spec + 1;
+	}
 	struct pfs_fnode info;
 	if (pfs_ftable_resolve(o->ft, s, &node) < 0 ||
-	    pfs_ftable_get(o->ft, node, &info) < 0 || info.is_dir)
+	    pfs_ftable_get(o->ft, node, &info) < 0 || info.is_dir) {
 		(*unknown)++;
-	else
-		batch[(*nb)++] = node;
+		return;
+	}
+	if (view && !pfs_views_transforms(pfs_ftable_name(o->ft, node)))
+		view = 0; /* passed through: the same bytes as the file */
+	batch[(*nb)++] = PFS_PREFETCH_OBJ(node, view);
 }
 
 int pfs_order_write(struct pfs_order *o, uint64_t off, const char *buf, size_t len)
 {
-	uint32_t batch[BATCH];
+	uint64_t batch[BATCH];
 	size_t nb = 0, unknown = 0;
 	pthread_mutex_lock(&o->lock);
 	if (off == 0)

@@ -2,7 +2,8 @@
  *
  * A loader writes the paths of the epoch's samples, relative to the mount
  * root, one per line. A write at offset 0 (or a truncation) starts a new
- * order; complete lines are resolved against the file table and handed to
+ * order; complete lines (dataset paths, or view paths
+ * .prestofs/views/SPEC/REL) are resolved against the file table and handed to
  * the prefetcher as they arrive, so the start of an epoch is prefetched
  * while the rest is still being written. Unknown paths are counted and
  * skipped. Writes are serialised by an internal lock.
@@ -15,12 +16,14 @@
 
 struct pfs_ftable;
 struct pfs_prefetch;
+struct pfs_views;
 struct pfs_order;
 
-/* Both borrowed. prefetch may be NULL (prefetch=off): lines are parsed
- * and counted but go nowhere. */
+/* All borrowed. prefetch may be NULL (prefetch=off): lines are parsed and
+ * counted but go nowhere. views may be NULL: view paths
+ * (.prestofs/views/SPEC/REL) are then unknown. */
 int pfs_order_create(const struct pfs_ftable *ft, struct pfs_prefetch *prefetch,
-		     struct pfs_order **out);
+		     struct pfs_views *views, struct pfs_order **out);
 void pfs_order_destroy(struct pfs_order *o);
 
 /* A write of buf[0..len) at offset off. Returns 0 (always accepted). */

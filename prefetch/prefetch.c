@@ -48,11 +48,11 @@ struct pfs_prefetch {
 	size_t ra_head, ra_n;
 	struct stream streams[NSTREAMS];
 	uint64_t clock;
-	/* The file whose blocks are being issued (order or background). */
-	uint32_t cur_node;
+	/* The object whose blocks are being issued (order or background). */
+	uint64_t cur_obj;
 	uint64_t cur_blk, cur_nblk;
 	/* Order hints. */
-	uint32_t *order;        /* nodes, in order */
+	uint64_t *order;        /* objects, in order */
 	size_t order_n, order_cap, order_next;
 	uint32_t *order_index;  /* per node: index in order + 1, 0 if absent */
 	uint64_t order_pos;     /* highest index read + 1 */
@@ -152,7 +152,7 @@ fail:
 }
 
 /* Picks the next block to prefetch. Returns 1 and the item, or 0. */
-static int next_work(struct pfs_prefetch *p, uint32_t *node, uint64_t *blk, size_t *len)
+static int next_work(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_t *len)
 {
 	int is_dir;
 	while (p->ra_n) {
@@ -162,7 +162,7 @@ static int next_work(struct pfs_prefetch *p, uint32_t *node, uint64_t *blk, size
 		uint64_t size = file_size(p, it.node, &is_dir);
 		if (is_dir || it.blk * p->o.block_size >= size)
 			continue;
-		*node = it.node;
+		*obj = it.node;
 		*blk = it.blk;
 		*len = block_len(p, size, it.blk);
 		p->st.readahead_blocks++;
@@ -170,13 +170,15 @@ static int next_work(struct pfs_prefetch *p, uint32_t *node, uint64_t *blk, size
 	}
 	for (;;) {
 		if (p->cur_blk < p->cur_nblk) {
-			uint64_t size = file_size(p, p->cur_node, &is_dir);
-			*node = p->cur_node;
+			uint64_t size = file_size(p, PFS_PREFETCH_NODE(p->cur_obj), &is_dir);
+			*obj = p->cur_obj;
 			*blk = p->cur_blk++;
-			*len = block_len(p, size, *blk);
+			/* A view is one item; its source size stands for its size. */
+			*len = PFS_PREFETCH_VIEW(*obj) ? (size_t)(size < p->o.block_size ? size : p->o.block_size)
+						       : block_len(p, size, *blk);
 			return 1;
 		}
-		uint32_t next;
+		uint64_t next;
 		if (p->order_active) {
 			if (p->order_next < p->order_pos)
 				p->order_next = p->order_pos; /* the reader is ahead */
@@ -207,16 +209,16 @@ static int next_work(struct pfs_prefetch *p, uint32_t *node, uint64_t *blk, size
 			if (p->perm_next >= p->perm_n)
 				return 0;
 			next = p->perm[p->perm_next++];
-			if (pfs_epoch_is_read(p->o.epoch, next))
+			if (pfs_epoch_is_read(p->o.epoch, (uint32_t)next))
 				continue; /* read already this epoch */
 			p->st.background_files++;
 		}
-		uint64_t size = file_size(p, next, &is_dir);
+		uint64_t size = file_size(p, PFS_PREFETCH_NODE(next), &is_dir);
 		if (is_dir || size == 0)
 			continue;
-		p->cur_node = next;
+		p->cur_obj = next;
 		p->cur_blk = 0;
-		p->cur_nblk = (size + p->o.block_size - 1) / p->o.block_size;
+		p->cur_nblk = PFS_PREFETCH_VIEW(next) ? 1 : (size + p->o.block_size - 1) / p->o.block_size;
 	}
 }
 
@@ -224,16 +226,15 @@ static int next_work(struct pfs_prefetch *p, uint32_t *node, uint64_t *blk, size
  * (dropped during the fetch). Returns 1 if it fetched, 0 if idle. */
 static int step(struct pfs_prefetch *p)
 {
-	uint32_t node;
-	uint64_t blk;
+	uint64_t obj, blk;
 	size_t len;
 	if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes) ||
-	    !next_work(p, &node, &blk, &len))
+	    !next_work(p, &obj, &blk, &len))
 		return 0;
 	p->inflight++;
 	p->inflight_bytes += len;
 	pthread_mutex_unlock(&p->lock);
-	int rc = p->o.fetch(p->o.ctx, node, blk, len);
+	int rc = p->o.fetch(p->o.ctx, obj, blk, len);
 	pthread_mutex_lock(&p->lock);
 	p->inflight--;
 	p->inflight_bytes -= len;
@@ -415,7 +416,7 @@ void pfs_prefetch_order_begin(struct pfs_prefetch *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint32_t *nodes, size_t n,
+void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint64_t *objs, size_t n,
 			    size_t unknown)
 {
 	pthread_mutex_lock(&p->lock);
@@ -428,7 +429,7 @@ void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint32_t *nodes, size_
 		size_t cap = p->order_cap ? p->order_cap : 1024;
 		while (cap < p->order_n + n)
 			cap *= 2;
-		uint32_t *o = realloc(p->order, cap * sizeof(*o));
+		uint64_t *o = realloc(p->order, cap * sizeof(*o));
 		if (!o) {
 			p->order_unknown += n;
 			pthread_mutex_unlock(&p->lock);
@@ -438,12 +439,14 @@ void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint32_t *nodes, size_
 		p->order_cap = cap;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (nodes[i] >= p->nfiles)
+		uint32_t node = PFS_PREFETCH_NODE(objs[i]);
+		if (node >= p->nfiles)
 			continue;
-		p->order[p->order_n] = nodes[i];
-		/* A file listed twice keeps its first place. */
-		if (!p->order_index[nodes[i]])
-			p->order_index[nodes[i]] = (uint32_t)(p->order_n + 1);
+		p->order[p->order_n] = objs[i];
+		/* A file listed twice keeps its first place; a read of the
+		 * file or of any view of it moves the position. */
+		if (!p->order_index[node])
+			p->order_index[node] = (uint32_t)(p->order_n + 1);
 		p->order_n++;
 	}
 	pthread_cond_broadcast(&p->wake);

@@ -34,9 +34,15 @@ struct pfs_ftable;
 struct pfs_epoch;
 struct pfs_prefetch;
 
-/* Brings block `blk` of file `node` into the cache as a prefetch. Runs on
+/* An object is a file (its table node) or a view of one: node |
+ * (spec + 1) << 32 (see fs/views.h). Views are fetched whole, as one item. */
+#define PFS_PREFETCH_OBJ(node, view) ((uint64_t)(node) | (uint64_t)(view) << 32)
+#define PFS_PREFETCH_NODE(obj) ((uint32_t)(obj))
+#define PFS_PREFETCH_VIEW(obj) ((uint32_t)((obj) >> 32)) /* 0: the file itself */
+
+/* Brings block `blk` of object `obj` into the cache as a prefetch. Runs on
  * a prefetch worker. Returns 0 or a negative errno. */
-typedef int (*pfs_prefetch_fetch_fn)(void *ctx, uint32_t node, uint64_t blk, size_t len);
+typedef int (*pfs_prefetch_fetch_fn)(void *ctx, uint64_t obj, uint64_t blk, size_t len);
 /* 1 if the cache has room for `len` more prefetched bytes, given that
  * `inflight` bytes of prefetches are being fetched now. */
 typedef int (*pfs_prefetch_room_fn)(void *ctx, uint64_t len, uint64_t inflight);
@@ -74,9 +80,9 @@ void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 
 /* Starts a new order (drops the previous one). */
 void pfs_prefetch_order_begin(struct pfs_prefetch *p);
-/* Appends files (table nodes) to the current order; `unknown` counts
- * entries the caller could not resolve. */
-void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint32_t *nodes, size_t n,
+/* Appends objects (PFS_PREFETCH_OBJ) to the current order; `unknown`
+ * counts entries the caller could not resolve. */
+void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint64_t *objs, size_t n,
 			    size_t unknown);
 
 void pfs_prefetch_stats(struct pfs_prefetch *p, struct pfs_prefetch_stats *out);

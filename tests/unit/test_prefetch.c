@@ -26,16 +26,18 @@ struct fixture {
 	uint32_t big;           /* b/big: 40 blocks */
 	int room;
 	uint32_t got_node[512];
+	uint32_t got_view[512];
 	uint64_t got_blk[512];
 	size_t ngot;
 };
 
-static int fetch(void *ctx, uint32_t node, uint64_t blk, size_t len)
+static int fetch(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 {
 	struct fixture *f = ctx;
 	(void)len;
 	if (f->ngot < 512) {
-		f->got_node[f->ngot] = node;
+		f->got_node[f->ngot] = PFS_PREFETCH_NODE(obj);
+		f->got_view[f->ngot] = PFS_PREFETCH_VIEW(obj);
 		f->got_blk[f->ngot] = blk;
 	}
 	f->ngot++;
@@ -102,7 +104,7 @@ static void read_file(struct fixture *f, uint32_t node)
 static void test_order_exact_and_windowed(void **state)
 {
 	struct fixture *f = *state;
-	uint32_t order[20];
+	uint64_t order[20];
 	for (int i = 0; i < 20; i++)
 		order[i] = f->small[(i * 7) % NSMALL]; /* a permutation prefix */
 	pfs_prefetch_order_begin(f->p);
@@ -113,7 +115,7 @@ static void test_order_exact_and_windowed(void **state)
 		assert_int_equal(f->got_node[i], order[i]);
 	/* The reader at index 3 (4 files read): the window moves to 4..8. */
 	for (int i = 0; i < 4; i++)
-		read_file(f, order[i]);
+		read_file(f, (uint32_t)order[i]);
 	assert_int_equal(drain(f), 4);
 	for (int i = 5; i < 9; i++)
 		assert_int_equal(f->got_node[i], order[i]);
@@ -126,12 +128,12 @@ static void test_order_exact_and_windowed(void **state)
 static void test_reader_ahead_skips_consumed(void **state)
 {
 	struct fixture *f = *state;
-	uint32_t order[20];
+	uint64_t order[20];
 	for (int i = 0; i < 20; i++)
 		order[i] = f->small[i];
 	pfs_prefetch_order_begin(f->p);
 	pfs_prefetch_order_add(f->p, order, 20, 0);
-	read_file(f, order[9]); /* the reader jumped ahead: 0..9 are past */
+	read_file(f, (uint32_t)order[9]); /* the reader jumped ahead: 0..9 are past */
 	assert_int_equal(drain(f), 5);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(f->got_node[i], order[10 + i]);
@@ -140,7 +142,7 @@ static void test_reader_ahead_skips_consumed(void **state)
 static void test_new_order_cancels_old(void **state)
 {
 	struct fixture *f = *state;
-	uint32_t a[10], b[10];
+	uint64_t a[10], b[10];
 	for (int i = 0; i < 10; i++) {
 		a[i] = f->small[i];
 		b[i] = f->small[39 - i];
@@ -163,7 +165,7 @@ static void test_new_order_cancels_old(void **state)
 static void test_readahead_first_and_growing(void **state)
 {
 	struct fixture *f = *state;
-	uint32_t order[10];
+	uint64_t order[10];
 	for (int i = 0; i < 10; i++)
 		order[i] = f->small[i];
 	pfs_prefetch_order_begin(f->p);
@@ -234,7 +236,7 @@ static void test_interleaved_readers_are_sequential(void **state)
 static void test_no_room_no_fetch(void **state)
 {
 	struct fixture *f = *state;
-	uint32_t order[3] = {f->small[0], f->small[1], f->small[2]};
+	uint64_t order[3] = {f->small[0], f->small[1], f->small[2]};
 	pfs_prefetch_order_begin(f->p);
 	pfs_prefetch_order_add(f->p, order, 3, 0);
 	f->room = 0;
@@ -267,6 +269,26 @@ static void test_background_fills_unread_files_of_subtree(void **state)
 	assert_int_equal(drain(f), NSMALL - 1);
 }
 
+static void test_view_objects_fetched_whole(void **state)
+{
+	struct fixture *f = *state;
+	/* A view of the 40-block file is one item; the file itself is 40. */
+	uint64_t order[2] = {PFS_PREFETCH_OBJ(f->big, 3), PFS_PREFETCH_OBJ(f->small[0], 1)};
+	pfs_prefetch_order_begin(f->p);
+	pfs_prefetch_order_add(f->p, order, 2, 0);
+	assert_int_equal(drain(f), 2);
+	assert_int_equal(f->got_node[0], f->big);
+	assert_int_equal(f->got_view[0], 3);
+	assert_int_equal(f->got_blk[0], 0);
+	assert_int_equal(f->got_node[1], f->small[0]);
+	assert_int_equal(f->got_view[1], 1);
+	/* Reading the file (any view of it) moves the order position. */
+	read_file(f, f->big);
+	struct pfs_prefetch_stats s;
+	pfs_prefetch_stats(f->p, &s);
+	assert_int_equal(s.order_position, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +300,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interleaved_readers_are_sequential, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_room_no_fetch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_fills_unread_files_of_subtree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_objects_fetched_whole, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
