@@ -39,6 +39,9 @@ static int read_header(const void *jpeg, size_t len, struct header *hd)
 	tjhandle tj;
 	int rc = 0;
 
+	/* TurboJPEG 2.x answers 0 without touching the outputs for a tables-only stream
+	 * (or one cut before its frame header): zero them so that reads as corrupt. */
+	memset(hd, 0, sizeof(*hd));
 	if (!jpeg || len < 4 || len > (unsigned long)-1)
 		return -EIO;
 	tj = tjInitDecompress();
