@@ -79,6 +79,7 @@ struct prof {
 	char **sample;           /* relative to mount; want slots */
 	uint64_t njpeg, nfiles;
 	int tty;
+	double last_progress;    /* when progress last printed */
 	struct strat st[NSTRAT];
 	tjhandle tj;
 	ZSTD_CCtx *zc;
@@ -101,6 +102,19 @@ static double median3(const double t[REPS])
 	return a > b ? a : b;
 }
 
+/* Runs stmt up to REPS times, stopping when rc turns negative; med = the
+ * median wall time. The loader pays the typical cost, not the first one. */
+#define TIME_MEDIAN(med, rc, stmt)                                            \
+	do {                                                                  \
+		double t_[REPS] = {0};                                        \
+		for (int r_ = 0; r_ < REPS && (rc) == 0; r_++) {              \
+			double t0_ = now_s();                                 \
+			stmt;                                                 \
+			t_[r_] = now_s() - t0_;                               \
+		}                                                             \
+		(med) = median3(t_);                                          \
+	} while (0)
+
 static uint64_t splitmix64(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -121,13 +135,12 @@ static int zstd_errno(size_t r)
 
 static void progress(struct prof *p, const char *what, uint64_t done, uint64_t total)
 {
-	static double last;
-	double t = now_s();
+	double t = now_s(), last = p->last_progress;
 	int final = total && done == total;
 	if (p->tty) {
 		if (!final && t - last < 0.1)
 			return;
-		last = t;
+		p->last_progress = t;
 		if (!total) {
 			fprintf(stderr, "\rprestofs profile: %s %llu files", what,
 				(unsigned long long)done);
@@ -140,7 +153,7 @@ static void progress(struct prof *p, const char *what, uint64_t done, uint64_t t
 		if (final)
 			fputc('\n', stderr);
 	} else if (total && (final || t - last >= 10.0)) {
-		last = t;
+		p->last_progress = t;
 		fprintf(stderr, "prestofs profile: %s %llu/%llu\n", what,
 			(unsigned long long)done, (unsigned long long)total);
 	}
@@ -160,8 +173,8 @@ static int offer(struct prof *p, const char *rel)
 	return 0;
 }
 
-/* rel: path of dirfd's directory relative to the mount ("" = the root).
- * Takes ownership of dirfd. */
+/* rel (PATH_MAX bytes): fd's directory relative to the mount ("" = the
+ * root); names are appended and removed again. Takes ownership of fd. */
 static int walk(struct prof *p, int fd, char *rel, size_t rel_len, int depth)
 {
 	DIR *d = fdopendir(fd);
@@ -219,20 +232,14 @@ static int read_into(const char *path, void *buf, size_t cap, size_t *got)
 	int fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return -errno;
+	ssize_t r = 1;
 	size_t n = 0;
-	int rc = 0;
-	while (n < cap) {
-		ssize_t r = pread(fd, (char *)buf + n, cap - n, (off_t)n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
+	while (n < cap && (r = pread(fd, (char *)buf + n, cap - n, (off_t)n)) != 0) {
+		if (r < 0 && errno != EINTR)
 			break;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
+		n += r > 0 ? (size_t)r : 0;
 	}
+	int rc = r < 0 ? -errno : 0;
 	close(fd);
 	*got = n;
 	return rc;
@@ -251,26 +258,19 @@ static int warm_read(const char *path, void *buf, size_t cap, size_t *got, doubl
 	return rc;
 }
 
-/* Whole raw file into a new buffer (caller frees), at most MAX_JPEG_BYTES. */
-static int read_raw(const char *path, void **out, size_t *len)
+/* The whole JPEG into a new buffer (caller frees), at most MAX_JPEG_BYTES;
+ * *secs: its warm read. */
+static int read_raw(const char *path, void **out, size_t *len, double *secs)
 {
 	struct stat sb;
-	*out = NULL;
 	if (stat(path, &sb) < 0)
 		return -errno;
 	if (sb.st_size <= 0 || (uint64_t)sb.st_size > MAX_JPEG_BYTES)
 		return -EFBIG;
-	size_t cap = (size_t)sb.st_size;
-	void *buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	int rc = read_into(path, buf, cap, len);
-	if (rc < 0) {
-		free(buf);
-		return rc;
-	}
-	*out = buf;
-	return 0;
+	*len = (size_t)sb.st_size;
+	size_t got = 0;
+	int rc = (*out = malloc(*len)) ? warm_read(path, *out, *len, &got, secs) : -ENOMEM;
+	return rc < 0 ? rc : got == *len ? 0 : -EIO;
 }
 
 /* A memcpy the compiler cannot drop as a dead store. */
@@ -289,17 +289,11 @@ static int tj_decode_time(tjhandle tj, const void *jpeg, size_t len, double *sec
 	unsigned char *rgb = malloc((size_t)w * (size_t)h * 3);
 	if (!rgb)
 		return -ENOMEM;
-	double t[REPS];
 	int rc = 0;
-	for (int r = 0; r < REPS && rc == 0; r++) {
-		double t0 = now_s();
-		if (tjDecompress2(tj, jpeg, (unsigned long)len, rgb, w, 0, h, TJPF_RGB, 0) < 0 &&
-		    tjGetErrorCode(tj) == TJERR_FATAL)
-			rc = -EIO;
-		t[r] = now_s() - t0;
-	}
+	TIME_MEDIAN(*secs, rc,
+		    if (tjDecompress2(tj, jpeg, (unsigned long)len, rgb, w, 0, h, TJPF_RGB, 0) < 0
+			&& tjGetErrorCode(tj) == TJERR_FATAL) rc = -EIO);
 	free(rgb);
-	*secs = median3(t);
 	return rc;
 }
 
@@ -310,27 +304,14 @@ static int zstd_cost(struct prof *p, const void *src, size_t len, size_t *csize,
 	size_t bound = ZSTD_compressBound(len);
 	char *c = malloc(bound), *d = malloc(len ? len : 1);
 	int rc = (c && d) ? 0 : -ENOMEM;
-	double tc[REPS], td[REPS];
-	size_t n = 0;
-	for (int r = 0; r < REPS && rc == 0; r++) {
-		double t0 = now_s();
-		n = ZSTD_compressCCtx(p->zc, c, bound, src, len, ZSTD_LEVEL);
-		tc[r] = now_s() - t0;
-		rc = zstd_errno(n);
-	}
-	for (int r = 0; r < REPS && rc == 0; r++) {
-		double t0 = now_s();
-		size_t m = ZSTD_decompressDCtx(p->zd, d, len, c, n);
-		td[r] = now_s() - t0;
-		rc = zstd_errno(m);
-		if (rc == 0 && (m != len || memcmp(d, src, len)))
-			rc = -EIO;
-	}
-	if (rc == 0) {
-		*csize = n;
-		*comp_s = median3(tc);
-		*decomp_s = median3(td);
-	}
+	size_t n = 0, m = 0;
+	TIME_MEDIAN(*comp_s, rc, n = ZSTD_compressCCtx(p->zc, c, bound, src, len, ZSTD_LEVEL);
+		    rc = zstd_errno(n));
+	TIME_MEDIAN(*decomp_s, rc, m = ZSTD_decompressDCtx(p->zd, d, len, c, n);
+		    rc = zstd_errno(m));
+	if (rc == 0 && (m != len || memcmp(d, src, len)))
+		rc = -EIO; /* a round trip that loses bytes measures nothing */
+	*csize = n;
 	free(d);
 	free(c);
 	return rc;
@@ -355,13 +336,8 @@ static int view_read_cost(struct prof *p, struct strat *s, const char *rel,
 		s->read_err = rc;
 	}
 	if (rc < 0) {
-		double t[REPS];
-		for (int r = 0; r < REPS; r++) {
-			double t0 = now_s();
-			copy_fn(buf, out, len);
-			t[r] = now_s() - t0;
-		}
-		*secs = median3(t);
+		rc = 0;
+		TIME_MEDIAN(*secs, rc, copy_fn(buf, out, len));
 		s->read_fallback++;
 	}
 	free(buf);
@@ -381,17 +357,10 @@ static int measure(struct prof *p, int k, const char *rel, const void *jpeg, siz
 	if (!strat_spec[k]) {
 		rc = tj_decode_time(p->tj, jpeg, jlen, &decode_s);
 	} else {
-		double t[REPS];
 		rc = 0;
-		for (int r = 0; r < REPS && rc == 0; r++) {
-			free(out);
-			out = NULL;
-			double t0 = now_s();
-			rc = pfs_view_apply(&s->spec, jpeg, jlen, MAX_PIXELS, &out, &blen);
-			t[r] = now_s() - t0;
-		}
+		TIME_MEDIAN(prep, rc, free(out); out = NULL;
+			    rc = pfs_view_apply(&s->spec, jpeg, jlen, MAX_PIXELS, &out, &blen));
 		if (rc == 0) {
-			prep = median3(t);
 			blob = out;
 			rc = view_read_cost(p, s, rel, out, blen, &read_s);
 		}
@@ -413,10 +382,7 @@ static int measure(struct prof *p, int k, const char *rel, const void *jpeg, siz
 
 /* ---- report ---- */
 
-static const char *strat_name(int k)
-{
-	return strat_spec[k] ? strat_spec[k] : "raw";
-}
+#define strat_name(k) (strat_spec[k] ? strat_spec[k] : "raw")
 
 static void report(struct prof *p, unsigned used, unsigned skipped)
 {
@@ -452,17 +418,15 @@ static void report(struct prof *p, unsigned used, unsigned skipped)
 	       "total_MB", "prep_ms", "loader_ms", "samples/s/core", "score");
 	for (int k = 0; k < NSTRAT; k++)
 		for (int z = 0; z < 2; z++) {
-			const char *st = z ? "zstd" : "plain";
-			if (!p->st[k].ok_any) {
-				printf("%-22s %-6s %12s %12s %12s %12s %14s %7s\n", strat_name(k), st,
-				       "n/a", "n/a", "n/a", "n/a", "n/a", "n/a");
-				continue;
-			}
 			struct cost *c = &m[k][z];
-			printf("%-22s %-6s %12.2f %12.2f %12.3f %12.4f %14.1f %7.3f\n",
-			       strat_name(k), st, c->storage / 1e3,
-			       c->storage * (double)p->njpeg / 1e6, c->prep * 1e3, c->loader * 1e3,
-			       1.0 / c->loader, score[k][z]);
+			printf("%-22s %-6s ", strat_name(k), z ? "zstd" : "plain");
+			if (!p->st[k].ok_any)
+				printf("%12s %12s %12s %12s %14s %7s\n", "n/a", "n/a", "n/a", "n/a",
+				       "n/a", "n/a");
+			else
+				printf("%12.2f %12.2f %12.3f %12.4f %14.1f %7.3f\n", c->storage / 1e3,
+				       c->storage * (double)p->njpeg / 1e6, c->prep * 1e3,
+				       c->loader * 1e3, 1.0 / c->loader, score[k][z]);
 		}
 	printf("KB = 1000 bytes; total = KB/sample x %llu JPEGs; score = throughput/best"
 	       " - %.2f*storage/max - %.2f*prep/max\n", (unsigned long long)p->njpeg,
@@ -471,15 +435,13 @@ static void report(struct prof *p, unsigned used, unsigned skipped)
 	for (int k = 1; k < NSTRAT; k++) {
 		struct strat *s = &p->st[k];
 		if (!s->ok_any)
-			printf("note: %s unavailable: %s\n", strat_name(k),
-			       s->first_err == -EINVAL && *p->parse_err ? p->parse_err
-								       : strerror(-s->first_err));
+			printf("note: %s unavailable: %s\n", strat_name(k), s->usable ?
+			       strerror(-s->first_err) : p->parse_err);
 		else if (s->read_fallback)
-			printf("note: %s: reading the view through the mount failed for %u of %u"
-			       " samples (%s%s); its loader cost is a memcpy of the output size\n",
-			       strat_name(k), s->read_fallback, used + skipped,
-			       s->read_err ? strerror(-s->read_err) : "", s->mismatch ?
-			       (s->read_err ? ", bytes differ" : "bytes differ") : "");
+			printf("note: %s: the view read through the mount failed for %u samples"
+			       " (%u with other bytes; first error: %s): loader cost = memcpy of"
+			       " the output size\n", strat_name(k), s->read_fallback, s->mismatch,
+			       s->read_err ? strerror(-s->read_err) : "none");
 	}
 
 	struct cost *b = &m[bk][bz], *r = &m[0][0];
@@ -509,11 +471,8 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 {
 	char *end;
 	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= lo && v <= hi))
-		return -EINVAL;
-	*out = v;
-	return 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || !(*out >= lo && *out <= hi) ? -EINVAL : 0;
 }
 
 static int parse_args(struct prof *p, int argc, char **argv)
@@ -529,7 +488,7 @@ static int parse_args(struct prof *p, int argc, char **argv)
 	double v;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+n:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_num(optarg, 1, MAX_SAMPLES, &v) < 0 || v != (unsigned)v)
@@ -551,27 +510,22 @@ static int parse_args(struct prof *p, int argc, char **argv)
 			usage(stdout);
 			return 1;
 		default:
-			usage(stderr);
-			return -EINVAL;
+			goto usage;
 		}
 	}
-	if (argc - optind < 1 || argc - optind > 2) {
-		usage(stderr);
-		return -EINVAL;
-	}
+	if (argc - optind < 1 || argc - optind > 2)
+		goto usage;
 	p->mount = argv[optind];
 	const char *sd = argc - optind == 2 ? argv[optind + 1] : "";
-	while (*sd == '/')
-		sd++;
-	p->subdir = strdup(sd);
-	if (!p->subdir)
+	sd += strspn(sd, "/");
+	if (!(p->subdir = strdup(sd)))
 		return -ENOMEM;
-	size_t l = strlen(p->subdir);
-	while (l && p->subdir[l - 1] == '/')
+	for (size_t l = strlen(p->subdir); l && p->subdir[l - 1] == '/';)
 		p->subdir[--l] = '\0';
 	return 0;
 bad:
-	fprintf(stderr, "prestofs profile: bad value for -%c: %s\n", c == 'n' ? 'n' : '-', optarg);
+	fprintf(stderr, "prestofs profile: bad value: %s\n", optarg);
+usage:
 	usage(stderr);
 	return -EINVAL;
 }
@@ -592,10 +546,9 @@ static unsigned run_samples(struct prof *p, unsigned nsamp, unsigned *skipped)
 		char path[PATH_MAX + 64];
 		snprintf(path, sizeof(path), "%s/%s", p->mount, rel);
 		void *jpeg = NULL;
-		size_t jlen = 0, got = 0;
+		size_t jlen = 0;
 		double raw_read_s = 0;
-		if (read_raw(path, &jpeg, &jlen) == 0 && jlen > 0 &&
-		    warm_read(path, jpeg, jlen, &got, &raw_read_s) == 0 && got == jlen)
+		if (read_raw(path, &jpeg, &jlen, &raw_read_s) == 0)
 			for (int k = 0; k < NSTRAT; k++)
 				if (p->st[k].usable)
 					good[i][k] = measure(p, k, rel, jpeg, jlen, raw_read_s,
@@ -636,6 +589,7 @@ int pfs_profile_main(int argc, char **argv)
 	unsigned nsamp, used = 0, skipped = 0;
 	char rel[PATH_MAX];
 	p.tty = isatty(STDERR_FILENO);
+	p.last_progress = now_s();
 
 	rc = parse_args(&p, argc - 1, argv + 1);
 	if (rc != 0) {
@@ -651,16 +605,10 @@ int pfs_profile_main(int argc, char **argv)
 			p.mount, ctl);
 		goto out_args;
 	}
-	for (int k = 0; k < NSTRAT; k++) {
-		struct strat *s = &p.st[k];
-		s->usable = 1;
-		if (strat_spec[k] &&
-		    pfs_view_parse(strat_spec[k], &s->spec, s->canon, sizeof(s->canon),
-				   p.parse_err, sizeof(p.parse_err)) < 0) {
-			s->usable = 0;
-			s->first_err = -EINVAL;
-		}
-	}
+	for (int k = 0; k < NSTRAT; k++)
+		p.st[k].usable = !strat_spec[k] ||
+			pfs_view_parse(strat_spec[k], &p.st[k].spec, p.st[k].canon,
+				       sizeof(p.st[k].canon), p.parse_err, sizeof(p.parse_err)) == 0;
 	p.sample = calloc(p.want, sizeof(*p.sample));
 	if (!p.sample)
 		goto out_args;
@@ -670,8 +618,8 @@ int pfs_profile_main(int argc, char **argv)
 	snprintf(top, sizeof(top), "%s%s%s", p.mount, *p.subdir ? "/" : "", p.subdir);
 	int fd = open(top, O_RDONLY | O_DIRECTORY);
 	rc = fd < 0 ? -errno : walk(&p, fd, rel, strlen(rel), 0);
-	if (p.tty && p.nfiles)
-		fputc('\n', stderr);
+	fprintf(stderr, "%sprestofs profile: %llu JPEGs among %llu files\n", p.tty ? "\r" : "",
+		(unsigned long long)p.njpeg, (unsigned long long)p.nfiles);
 	if (rc < 0) {
 		fprintf(stderr, "prestofs profile: %s: %s\n", top, strerror(-rc));
 		goto out_sample;
