@@ -34,8 +34,14 @@ struct stream {
 	uint64_t last_use;  /* for replacement */
 };
 
+struct worker_arg {
+	struct pfs_prefetch *p;
+	unsigned id;
+};
+
 struct pfs_prefetch {
 	struct pfs_prefetch_opts o;
+	struct worker_arg *args;
 	uint32_t nfiles;
 	pthread_t *threads;
 	unsigned nthreads;
@@ -233,6 +239,9 @@ static int step(struct pfs_prefetch *p)
 		return 0;
 	p->inflight++;
 	p->inflight_bytes += len;
+	/* There may be more: wake the next idle worker (a cascade, so all of
+	 * them get going without a broadcast per read). */
+	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	int rc = p->o.fetch(p->o.ctx, obj, blk, len);
 	pthread_mutex_lock(&p->lock);
@@ -255,22 +264,31 @@ int pfs_prefetch_run_once(struct pfs_prefetch *p)
 	return did;
 }
 
+/* Idle workers sleep until a read or another worker wakes them (each
+ * worker that takes an item wakes the next). Room freed by other means
+ * (evictions, stale staged blocks) is noticed by worker 0 alone, which
+ * polls every 100 ms: an idle mount costs 10 wakeups a second, not one
+ * per worker. */
 static void *worker(void *arg)
 {
-	struct pfs_prefetch *p = arg;
+	struct worker_arg *a = arg;
+	struct pfs_prefetch *p = a->p;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		if (!step(p)) {
-			/* Woken by reads; the timeout covers room freed otherwise. */
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 50 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+		if (step(p))
+			continue;
+		if (a->id != 0) {
+			pthread_cond_wait(&p->wake, &p->lock);
+			continue;
 		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->wake, &p->lock, &ts);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -288,12 +306,14 @@ int pfs_prefetch_create(const struct pfs_prefetch_opts *o, struct pfs_prefetch *
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	p->threads = calloc(o->workers ? o->workers : 1, sizeof(*p->threads));
-	if (!p->threads) {
+	p->args = calloc(o->workers ? o->workers : 1, sizeof(*p->args));
+	if (!p->threads || !p->args) {
 		pfs_prefetch_destroy(p);
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < o->workers; i++) {
-		if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
+		p->args[i] = (struct worker_arg){p, i};
+		if (pthread_create(&p->threads[i], NULL, worker, &p->args[i]) != 0)
 			break;
 		p->nthreads++;
 	}
@@ -316,6 +336,7 @@ void pfs_prefetch_destroy(struct pfs_prefetch *p)
 	for (unsigned i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
 	free(p->threads);
+	free(p->args);
 	free(p->order);
 	free(p->order_index);
 	free(p->perm);

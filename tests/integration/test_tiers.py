@@ -80,18 +80,20 @@ def test_kill9_mid_fill_then_remount_is_exact(dataset, tmp_path, nginx, prestofs
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # until some blocks reached the SSD tier
-        st = victim.stats()
-        if st["ssd"]["entries"] + st["ssd"]["queued"] >= 3:
-            break
-        time.sleep(0.01)
-    os.killpg(victim.proc.pid, signal.SIGKILL)
-    victim.proc.wait(10)
-    stop.set()
-    abort_connection(mnt)
-    subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True, timeout=30)
-    t.join(30)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until some blocks reached the SSD tier
+            st = victim.stats()
+            if st["ssd"]["entries"] + st["ssd"]["queued"] >= 3:
+                break
+            time.sleep(0.01)
+    finally:  # the victim is not the fixture's: never leave it behind
+        os.killpg(victim.proc.pid, signal.SIGKILL)
+        victim.proc.wait(10)
+        stop.set()
+        abort_connection(mnt)
+        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True, timeout=30)
+        t.join(30)
     assert not is_mounted(mnt)
 
     m = mount(ng.url, _opts(ssd), name="after")
