@@ -22,6 +22,7 @@ listing_s. --order-out writes the sampled order (relative paths) to FILE so
 the caller can count the bytes of the images read.
 """
 import argparse
+import errno
 import json
 import os
 import sys
@@ -61,7 +62,7 @@ class _FallbackOrderedSampler(torch.utils.data.Sampler):
             finally:
                 os.close(fd)
         except OSError as e:
-            self.error = f"{e.__class__.__name__}: {e.strerror}"
+            self.error = errno.errorcode.get(e.errno, str(e.errno))
         return iter(idx)
 
 
@@ -126,9 +127,9 @@ def main():
     dt = time.monotonic() - t0
     del it
     if hint == "fallback" and sampler.error:
-        hint = f"unsupported: {sampler.error}"
+        hint = f"failed: {sampler.error}"
     elif hint == "contrib" and sampler.last_written is None:
-        hint = "unsupported: order file not written"
+        hint = "failed (contrib: not written)"
     if a.order_out:
         order = recorder.order
         root = os.path.abspath(a.root)
