@@ -5,7 +5,10 @@
  * origin or a malformed listing fails before the mountpoint changes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +217,63 @@ static int open_ssd(const struct pfs_opts *o, const char *origin_id, struct pfs_
 	return pfs_ssd_open(&so, out);
 }
 
+/* Daemon mode. The fork happens first, before any thread exists (the SSD
+ * writer, the transform pool and the prefetchers are threads, and a fork
+ * keeps only the calling one; fuse_daemonize() forks after the mount, too
+ * late). The parent waits until the child says the mount is up, so
+ * `prestofs ORIGIN MNT` returns with the mount in place, or with the
+ * child's failure status and its error message on the terminal. */
+static int ready_fd = -1;
+
+static int fork_daemon(void)
+{
+	int fds[2];
+	if (pipe(fds) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(fds[1]);
+		char c;
+		ssize_t n;
+		while ((n = read(fds[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 1)
+			_exit(0); /* mounted */
+		int st = 0;
+		waitpid(pid, &st, 0);
+		_exit(WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) : 1);
+	}
+	close(fds[0]);
+	ready_fd = fds[1];
+	setsid();
+	return 0;
+}
+
+/* The mount is up: detach from the terminal and release the parent. */
+static void daemon_ready(void)
+{
+	pfs_log_use_syslog(1);
+	if (chdir("/") < 0) {
+		/* harmless: paths are absolute from here on */
+	}
+	int nul = open("/dev/null", O_RDWR);
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		dup2(nul, STDERR_FILENO);
+		if (nul > STDERR_FILENO)
+			close(nul);
+	}
+	char c = 0;
+	if (write(ready_fd, &c, 1) < 0) {
+		/* the parent is gone: nothing to tell */
+	}
+	close(ready_fd);
+	ready_fd = -1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "index"))
@@ -258,6 +318,10 @@ int main(int argc, char **argv)
 	}
 	pfs_log_set_level(o.debug ? PFS_LOG_DEBUG : PFS_LOG_INFO);
 	pfs_log_route_fuse();
+	if (!o.foreground && fork_daemon() < 0) {
+		fprintf(stderr, "prestofs: fork: %s\n", strerror(errno));
+		goto out_opts;
+	}
 
 	struct pfs_origin_opts oo = {
 		.manifest = o.manifest, .endpoint = o.endpoint, .region = o.region,
@@ -320,9 +384,7 @@ int main(int argc, char **argv)
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
 	if (!o.foreground)
-		pfs_log_use_syslog(1);
-	if (fuse_daemonize(o.foreground) != 0)
-		goto out_unmount;
+		daemon_ready();
 	lcfg = fuse_loop_cfg_create();
 	if (!lcfg)
 		goto out_unmount;

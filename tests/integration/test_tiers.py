@@ -109,18 +109,22 @@ def test_corrupt_ssd_block_is_dropped_and_refetched(dataset, tmp_path, nginx, mo
     m = mount(ng.url, _opts(ssd, ssd_compress="off"), name="fill")
     compare_bytes(src, m.path, ranges_per_file=0)
     m.check_stop()
-    # Flip one byte in the middle of every data file the tier manages (not
-    # its LMDB index, lock or saved listing).
+    # Flip a byte in every 4 KiB page of every data file the tier manages
+    # (not its LMDB index, lock or saved listing): entries start on page
+    # boundaries, so every stored block is hit whatever the layout.
     flipped = 0
     for p in sorted(ssd.rglob("*")):
-        if not p.is_file() or p.suffix == ".mdb" or p.name in ("lock",) \
+        if not p.is_file() or ".mdb" in p.name or p.name in ("lock",) \
                 or "listing" in p.name or p.stat().st_size < 4096:
             continue
         with open(p, "r+b") as f:
-            f.seek(p.stat().st_size // 2)
-            b = f.read(1)
-            f.seek(-1, 1)
-            f.write(bytes([b[0] ^ 0xFF]))
+            for off in range(100, p.stat().st_size, 4096):
+                f.seek(off)
+                b = f.read(1)
+                if not b:
+                    break
+                f.seek(off)
+                f.write(bytes([b[0] ^ 0xFF]))
         flipped += 1
     assert flipped > 0, "no SSD data file found to corrupt"
     m2 = mount(ng.url, _opts(ssd, ssd_compress="off"), name="check")

@@ -136,3 +136,33 @@ def test_order_hints_prefetch_views(vmount):
     s1 = m.stats()
     assert s1["ram"]["misses"] == s0["ram"]["misses"], (s0["ram"], s1["ram"])
     assert s1["prefetch"]["bytes_used"] > 0
+
+
+def test_daemon_mode_threads_survive(tmp_path, prestofs_bin):
+    """Without -f the daemon forks; the transform pool, the SSD writer and
+    the prefetchers must exist in the process that serves the mount (a
+    fork keeps only the calling thread: view reads used to hang)."""
+    import subprocess
+    from helpers.mount import is_mounted
+    src = _dataset(tmp_path / "src")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    ssd = tmp_path / "ssd"
+    r = subprocess.run([str(prestofs_bin), str(src), str(mnt), "-o", f"ssd_dir={ssd}"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    try:
+        assert is_mounted(mnt)
+        out = subprocess.run(["head", "-c", "2", str(mnt / ".prestofs/views/decode/train/a/0.JPEG")],
+                             capture_output=True, timeout=20)
+        assert out.stdout == b"P6"
+        deadline = time.monotonic() + 20
+        while json.loads((mnt / ".prestofs/stats").read_text())["ssd"]["entries"] < 1:
+            assert time.monotonic() < deadline, "the SSD writer never wrote"
+            time.sleep(0.05)
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mnt)], capture_output=True, timeout=30)
+    deadline = time.monotonic() + 20
+    while is_mounted(mnt):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
