@@ -475,8 +475,9 @@ int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
 	    fuse_opt_add_arg(fuse, "-o") ||
 	    /* Not "ro": the kernel would then refuse the writes of order hints
 	     * to MOUNT/.prestofs/order. The daemon answers every write to the
-	     * dataset with EROFS itself. */
-	    fuse_opt_add_arg(fuse, "subtype=prestofs,max_read=1048576"))
+	     * dataset with EROFS itself. noatime: else every read dirties the
+	     * cached atime and the next open costs a GETATTR. */
+	    fuse_opt_add_arg(fuse, "subtype=prestofs,max_read=1048576,noatime"))
 		return -ENOMEM;
 	char *fsname = NULL;
 	if (fuse_opt_add_opt_escaped(&fsname, o->origin) < 0)
