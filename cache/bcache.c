@@ -549,3 +549,16 @@ void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out)
 		.epoch = LOAD(&c->epoch),
 	};
 }
+
+int pfs_bcache_contains(struct pfs_bcache *c, uint64_t ino, uint64_t idx)
+{
+	uint64_t h = mix(ino, idx);
+	struct shard *s = shard_of(c, h);
+	pthread_mutex_lock(&s->lock);
+	struct pfs_block *e = s->table[h % s->nbuckets];
+	while (e && !(e->ino == ino && e->idx == idx))
+		e = e->hnext;
+	int found = e && e->state != FAILED;
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}

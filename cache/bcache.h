@@ -76,6 +76,10 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 /* NULL allowed. The block must not be used afterwards. */
 void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b);
 
+/* 1 if block (ino, idx) is cached or being filled now: a prefetcher need
+ * not ask for it. A snapshot; takes one shard lock. Any thread. */
+int pfs_bcache_contains(struct pfs_bcache *c, uint64_t ino, uint64_t idx);
+
 /* Tells the cache the current epoch (epoch.h numbering, from 1): staged
  * blocks record it and go stale two epochs later. Any thread. */
 void pfs_bcache_set_epoch(struct pfs_bcache *c, uint64_t epoch);

@@ -641,6 +641,15 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 	return rc;
 }
 
+int pfs_fs_prefetch_cached(void *ctx, uint64_t obj, uint64_t blk)
+{
+	struct pfs_fs *fs = ctx;
+	uint32_t node = PFS_PREFETCH_NODE(obj);
+	uint64_t ino = PFS_PREFETCH_VIEW(obj) ?
+		       pfs_fsi_view_ino(PFS_PREFETCH_VIEW(obj) - 1, node) : (uint64_t)node + 1;
+	return pfs_bcache_contains(fs->cache, ino, blk);
+}
+
 /* Prefetch while the resident set has room, then into the staging area
  * (policy epoch) while it has room: never by evicting what the epoch
  * still needs. Under lru, a bounded amount in flight. */

@@ -46,6 +46,7 @@ int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p);
 /* Callbacks for the prefetcher (ctx: the pfs_fs). See prefetch.h. */
 int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len);
 int pfs_fs_prefetch_room(void *ctx, uint64_t len, uint64_t inflight);
+int pfs_fs_prefetch_cached(void *ctx, uint64_t obj, uint64_t blk);
 
 /* Stats source (ctx: the pfs_fs): epoch.demand_hits, epoch.demand_misses,
  * epoch.stall_seconds, stall_seconds. */

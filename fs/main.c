@@ -194,6 +194,7 @@ static void prefetch_stats_source(void *ctx, struct pfs_stat_list *l)
 	pfs_stat_list_add(l, "prefetch.errors", (double)s.errors, 0);
 	pfs_stat_list_add(l, "prefetch.readahead_blocks", (double)s.readahead_blocks, 0);
 	pfs_stat_list_add(l, "prefetch.background_files", (double)s.background_files, 0);
+	pfs_stat_list_add(l, "prefetch.skipped_cached", (double)s.skipped_cached, 0);
 	pfs_stat_list_add(l, "prefetch.order_entries", (double)s.order_entries, 1);
 	pfs_stat_list_add(l, "prefetch.order_unknown", (double)s.order_unknown, 1);
 	pfs_stat_list_add(l, "prefetch.order_position", (double)s.order_position, 1);
@@ -368,7 +369,8 @@ int main(int argc, char **argv)
 			.ft = ft, .epoch = epoch, .block_size = o.block_size,
 			.workers = (unsigned)o.prefetch_inflight,
 			.window = (unsigned)o.prefetch_window,
-			.fetch = pfs_fs_prefetch_block, .room = pfs_fs_prefetch_room, .ctx = fs,
+			.fetch = pfs_fs_prefetch_block, .room = pfs_fs_prefetch_room,
+			.cached = pfs_fs_prefetch_cached, .ctx = fs,
 		};
 		if (pfs_prefetch_create(&po, &prefetch) < 0)
 			goto out_fs;

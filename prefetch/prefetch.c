@@ -157,8 +157,25 @@ fail:
 	return -ENOMEM;
 }
 
-/* Picks the next block to prefetch. Returns 1 and the item, or 0. */
+static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_t *len);
+
+/* Picks the next block to prefetch that is not in RAM yet (a warm epoch
+ * then costs a hash lookup per item, not a worker's wake-up and fetch).
+ * Returns 1 and the item, or 0. */
 static int next_work(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_t *len)
+{
+	for (unsigned skipped = 0; next_item(p, obj, blk, len); skipped++) {
+		if (!p->o.cached || !p->o.cached(p->o.ctx, *obj, *blk))
+			return 1;
+		p->st.skipped_cached++;
+		if (skipped == 4096)
+			return 0; /* bound the time under the lock; resume later */
+	}
+	return 0;
+}
+
+/* The next item in priority order, cached or not. */
+static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_t *len)
 {
 	int is_dir;
 	while (p->ra_n) {

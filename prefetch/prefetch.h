@@ -46,6 +46,10 @@ typedef int (*pfs_prefetch_fetch_fn)(void *ctx, uint64_t obj, uint64_t blk, size
 /* 1 if the cache has room for `len` more prefetched bytes, given that
  * `inflight` bytes of prefetches are being fetched now. */
 typedef int (*pfs_prefetch_room_fn)(void *ctx, uint64_t len, uint64_t inflight);
+/* 1 if block `blk` of `obj` is already in RAM (or being fetched): the
+ * scheduler skips it without waking a worker. May be NULL. Called with
+ * the scheduler's lock held: must not call back into the prefetcher. */
+typedef int (*pfs_prefetch_cached_fn)(void *ctx, uint64_t obj, uint64_t blk);
 
 struct pfs_prefetch_opts {
 	const struct pfs_ftable *ft;   /* borrowed; immutable */
@@ -56,7 +60,8 @@ struct pfs_prefetch_opts {
 	unsigned window;               /* order hints: files ahead of the reader */
 	pfs_prefetch_fetch_fn fetch;
 	pfs_prefetch_room_fn room;
-	void *ctx;                     /* for fetch and room */
+	pfs_prefetch_cached_fn cached; /* optional */
+	void *ctx;                     /* for fetch, room and cached */
 };
 
 struct pfs_prefetch_stats {
@@ -67,6 +72,7 @@ struct pfs_prefetch_stats {
 	uint64_t order_entries, order_unknown; /* current order */
 	uint64_t order_position;  /* highest order index read + 1 */
 	uint64_t background_files;
+	uint64_t skipped_cached;  /* items found in RAM already, not fetched */
 };
 
 int pfs_prefetch_create(const struct pfs_prefetch_opts *o, struct pfs_prefetch **out);

@@ -25,6 +25,7 @@ struct fixture {
 	uint32_t small[NSMALL]; /* a/fNN: one block each */
 	uint32_t big;           /* b/big: 40 blocks */
 	int room;
+	uint32_t cached_node; /* this node's blocks count as in RAM */
 	uint32_t got_node[512];
 	uint32_t got_view[512];
 	uint64_t got_blk[512];
@@ -50,6 +51,12 @@ static int room(void *ctx, uint64_t len, uint64_t inflight)
 	return ((struct fixture *)ctx)->room;
 }
 
+static int cached(void *ctx, uint64_t obj, uint64_t blk)
+{
+	(void)blk;
+	return PFS_PREFETCH_NODE(obj) == ((struct fixture *)ctx)->cached_node;
+}
+
 static int setup(void **state)
 {
 	static struct fixture f;
@@ -71,7 +78,8 @@ static int setup(void **state)
 	f.room = 1;
 	struct pfs_prefetch_opts o = {.ft = f.ft, .epoch = f.ep, .block_size = BS,
 				      .workers = 0, .window = 5, .fetch = fetch,
-				      .room = room, .ctx = &f};
+				      .room = room, .cached = cached, .ctx = &f};
+	f.cached_node = UINT32_MAX;
 	assert_int_equal(pfs_prefetch_create(&o, &f.p), 0);
 	*state = &f;
 	return 0;
@@ -289,6 +297,21 @@ static void test_view_objects_fetched_whole(void **state)
 	assert_int_equal(s.order_position, 1);
 }
 
+static void test_cached_items_skipped(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t order[3] = {f->small[0], f->small[1], f->small[2]};
+	f->cached_node = f->small[1];
+	pfs_prefetch_order_begin(f->p);
+	pfs_prefetch_order_add(f->p, order, 3, 0);
+	assert_int_equal(drain(f), 2);
+	assert_int_equal(f->got_node[0], f->small[0]);
+	assert_int_equal(f->got_node[1], f->small[2]);
+	struct pfs_prefetch_stats s;
+	pfs_prefetch_stats(f->p, &s);
+	assert_int_equal(s.skipped_cached, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -301,6 +324,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_room_no_fetch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_fills_unread_files_of_subtree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_view_objects_fetched_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cached_items_skipped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
