@@ -27,6 +27,7 @@
 #include "../cache/policy.h"
 #include "../cache/ssd.h"
 #include "../origin/origin.h"
+#include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/stats.h"
 
@@ -65,13 +66,6 @@ int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p)
 {
 	fs->prefetch = p;
 	return pfs_order_create(fs->ft, p, fs->views, &fs->order);
-}
-
-uint64_t  pfs_fsi_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -399,7 +393,7 @@ void  pfs_fsi_read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, siz
 	 * tracking (see cache/epoch.h); re-reads come from the page cache. */
 	if (start == 0)
 		pfs_fsi_note_sample(fs, node);
-	uint64_t t0 = pfs_fsi_now_ns();
+	uint64_t t0 = pfs_clock_ns();
 	uint64_t end = info.size - start < size ? info.size : start + size;
 	uint64_t bs = fs->block_size;
 	uint64_t first = start / bs, last = (end - 1) / bs;
@@ -424,7 +418,7 @@ void  pfs_fsi_read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, siz
 		iov[got].iov_len = (size_t)(hi - lo);
 		got++;
 	}
-	uint64_t waited = pfs_fsi_now_ns() - t0;
+	uint64_t waited = pfs_clock_ns() - t0;
 	if (waited > STALL_THRESHOLD_NS)
 		__atomic_add_fetch(&fs->stall_ns, waited, __ATOMIC_RELAXED);
 	if (rc < 0)

@@ -49,7 +49,6 @@ struct fill_ctx {
 };
 
 /* fs.c */
-uint64_t pfs_fsi_now_ns(void);
 /* A read at offset 0: epoch tracking and the epoch's counters. */
 void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node);
 /* Entry and attributes of a dataset node. */

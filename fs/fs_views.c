@@ -14,6 +14,7 @@
 #include "../prefetch/prefetch.h"
 #include "../origin/origin.h"
 #include "../util/log.h"
+#include "../util/clock.h"
 
 /* ---- views: MOUNT/.prestofs/views/SPEC/REL/PATH ------------------------
  * A view inode is VIEW_BASE | spec << 32 | node: the same namespace as the
@@ -183,9 +184,9 @@ void  pfs_fsi_view_read(fuse_req_t req, struct pfs_fs *fs, fuse_ino_t ino, size_
 	if (off == 0)
 		pfs_fsi_note_sample(fs, c.node);
 	struct pfs_block *b;
-	uint64_t t0 = pfs_fsi_now_ns();
+	uint64_t t0 = pfs_clock_ns();
 	rc = pfs_bcache_get(fs->cache, ino, 0, (size_t)osize, osize, 0, view_fill, &c, &b);
-	uint64_t waited = pfs_fsi_now_ns() - t0;
+	uint64_t waited = pfs_clock_ns() - t0;
 	if (waited > STALL_THRESHOLD_NS)
 		__atomic_add_fetch(&fs->stall_ns, waited, __ATOMIC_RELAXED);
 	if (rc < 0) {

@@ -28,14 +28,8 @@
 #include "../cache/epoch.h"
 #include "../prefetch/prefetch.h"
 #include "../util/log.h"
+#include "../util/clock.h"
 #include "../util/stats.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* `prestofs index`: every directory gets a line of its own (with its
  * mtime), so empty directories survive and directory times are exact. */
@@ -333,7 +327,7 @@ int main(int argc, char **argv)
 		goto out_opts;
 	if (open_ssd(&o, pfs_origin_name(origin), &ssd) < 0)
 		goto out_origin;
-	double t0 = now_s();
+	double t0 = pfs_clock_s();
 	int rc = load_listing(&o, &oo, ssd, &ft);
 	if (rc < 0) {
 		pfs_err("listing %s failed: %s", pfs_origin_name(origin), strerror(-rc));
@@ -342,7 +336,7 @@ int main(int argc, char **argv)
 	pfs_ctl_add_stats_source(ssd_stats_source, ssd);
 	pfs_info("%s: %u entries, %llu bytes, listed in %.2f s (%zu bytes of metadata)",
 		 pfs_origin_name(origin), pfs_ftable_count(ft),
-		 (unsigned long long)pfs_ftable_total_bytes(ft), now_s() - t0,
+		 (unsigned long long)pfs_ftable_total_bytes(ft), pfs_clock_s() - t0,
 		 pfs_ftable_memory(ft));
 
 	/* ram_size is the whole RAM tier: under the epoch policy with the

@@ -40,6 +40,7 @@
 
 #include "profile.h"
 #include "../transform/view.h"
+#include "../util/clock.h"
 
 #define DEFAULT_SAMPLES 64
 #define MAX_SAMPLES 100000
@@ -87,13 +88,6 @@ struct prof {
 	char parse_err[256];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static double median3(const double t[REPS])
 {
 	double a = t[0], b = t[1], c = t[2];
@@ -108,9 +102,9 @@ static double median3(const double t[REPS])
 	do {                                                                  \
 		double t_[REPS] = {0};                                        \
 		for (int r_ = 0; r_ < REPS && (rc) == 0; r_++) {              \
-			double t0_ = now_s();                                 \
+			double t0_ = pfs_clock_s();                                 \
 			stmt;                                                 \
-			t_[r_] = now_s() - t0_;                               \
+			t_[r_] = pfs_clock_s() - t0_;                               \
 		}                                                             \
 		(med) = median3(t_);                                          \
 	} while (0)
@@ -135,7 +129,7 @@ static int zstd_errno(size_t r)
 
 static void progress(struct prof *p, const char *what, uint64_t done, uint64_t total)
 {
-	double t = now_s(), last = p->last_progress;
+	double t = pfs_clock_s(), last = p->last_progress;
 	int final = total && done == total;
 	if (p->tty) {
 		if (!final && t - last < 0.1)
@@ -252,9 +246,9 @@ static int warm_read(const char *path, void *buf, size_t cap, size_t *got, doubl
 	int rc = read_into(path, buf, cap, got);
 	if (rc < 0)
 		return rc;
-	double t0 = now_s();
+	double t0 = pfs_clock_s();
 	rc = read_into(path, buf, cap, got);
-	*secs = now_s() - t0;
+	*secs = pfs_clock_s() - t0;
 	return rc;
 }
 
@@ -589,7 +583,7 @@ int pfs_profile_main(int argc, char **argv)
 	unsigned nsamp, used = 0, skipped = 0;
 	char rel[PATH_MAX];
 	p.tty = isatty(STDERR_FILENO);
-	p.last_progress = now_s();
+	p.last_progress = pfs_clock_s();
 
 	rc = parse_args(&p, argc - 1, argv + 1);
 	if (rc != 0) {

@@ -23,6 +23,7 @@
 #include "retry.h"
 #include "xfer.h"
 #include "../util/log.h"
+#include "../util/clock.h"
 #include "../util/stats.h"
 
 struct pfs_xfer {
@@ -370,13 +371,6 @@ static int check_range(struct req *r, long status, uint64_t size, uint64_t off,
 	return 0;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Books len bytes on the capped link and sleeps until they may go. Many
  * requests stay in flight (latency is still hidden); only their sum is
  * paced. Bursts up to 0.1 s worth of bytes pass at once. */
@@ -384,7 +378,7 @@ static void throttle(struct pfs_xfer *x, size_t len)
 {
 	if (!x->bandwidth)
 		return;
-	double now = mono_s(), cost = (double)len / (double)x->bandwidth;
+	double now = pfs_clock_s(), cost = (double)len / (double)x->bandwidth;
 	pthread_mutex_lock(&x->bw_lock);
 	if (x->bw_next < now - 0.1)
 		x->bw_next = now - 0.1;

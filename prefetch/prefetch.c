@@ -16,6 +16,7 @@
 #include "prefetch.h"
 #include "../cache/epoch.h"
 #include "../fs/ftable.h"
+#include "../util/clock.h"
 
 #define RA_QUEUE 1024
 #define NSTREAMS 64
@@ -217,9 +218,7 @@ static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_
 			 * see many short "epochs" (each job re-reads what the
 			 * other read): rebuild when the last permutation is used
 			 * up, else at most once a second. */
-			struct timespec now;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			double t = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+			double t = pfs_clock_s();
 			if (p->scope_changed ||
 			    (p->perm_epoch != epoch &&
 			     (p->perm_next >= p->perm_n || t - p->perm_time >= 1.0))) {
