@@ -420,7 +420,9 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			rc = -EAGAIN;
 			char u[256];
 			log_url(url, u, sizeof(u));
-			pfs_debug("GET %s range %s: %s", u, range, curl_easy_strerror(cc));
+			pfs_log(attempt < x->retries ? PFS_LOG_DEBUG : PFS_LOG_WARN,
+				"GET %s range %s: %s, attempt %d of %d", u, range,
+				curl_easy_strerror(cc), attempt + 1, x->retries + 1);
 		} else if (r.overflow) {
 			rc = -EAGAIN;
 		} else {
@@ -487,8 +489,13 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 			return pfs_retry_errno(status);
 		char u[256];
 		log_url(url, u, sizeof(u));
-		pfs_debug("%s %s: %s (HTTP %ld)", r->kind == REQ_HEAD ? "HEAD" : "GET", u,
-			  curl_easy_strerror(cc), status);
+		/* The last attempt says why, once: an untrusted certificate or a
+		 * refused connection must not end as a bare EIO. */
+		pfs_log(attempt < x->retries ? PFS_LOG_DEBUG : PFS_LOG_WARN,
+			"%s %s: %s (HTTP %ld), attempt %d of %d",
+			r->kind == REQ_HEAD ? "HEAD" : "GET", u,
+			cc == CURLE_OK ? "server error" : curl_easy_strerror(cc), status,
+			attempt + 1, x->retries + 1);
 		if (attempt < x->retries)
 			backoff(attempt + 1, r->retry_after);
 	}

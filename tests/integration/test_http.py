@@ -215,3 +215,30 @@ def test_origin_bandwidth_cap(dataset, tmp_path, nginx, mount):
     assert total >= 3 * cap
     # 0.1 s of burst is allowed; the rest is paced.
     assert took >= total / cap - 0.1 - 0.05, (total, took)
+
+
+def test_https_origin(dataset, tmp_path, nginx, mount, prestofs_bin):
+    """https:// through the same code path: every byte over TLS with a CA the
+    user names (AWS_CA_BUNDLE, honoured for every origin); an untrusted
+    certificate fails the mount, it is never silently accepted."""
+    from helpers.nginx import free_port
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    src = tmp_path / "served"
+    shutil.copytree(dataset, src, copy_function=shutil.copy2)
+    write_manifest(src)
+    sport = free_port()
+    nginx(src, autoindex=False,
+          extra_server=f"listen 127.0.0.1:{sport} ssl; ssl_certificate {cert}; "
+                       f"ssl_certificate_key {key};")
+    url = f"https://127.0.0.1:{sport}/"
+    m = mount(url, {"retries": 1}, env={"AWS_CA_BUNDLE": str(cert)})
+    compare_bytes(src, m.path, ranges_per_file=2)
+    untrusted = Mount(url, tmp_path / "untrusted", {"retries": 0, "timeout": 5},
+                      binary=prestofs_bin, env={"AWS_CA_BUNDLE": ""})
+    with pytest.raises(MountError) as e:
+        untrusted.start()
+    assert "certificate" in str(e.value), str(e.value)  # says why, not just EIO
