@@ -422,7 +422,9 @@ static void readahead(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 			  uint64_t off, size_t len)
 {
-	if (len == 0)
+	/* Every FUSE read calls this: leave at once, without the lock, when
+	 * there is nothing to note (a small file, read past its start). */
+	if (len == 0 || (off != 0 && size <= p->o.block_size))
 		return;
 	pthread_mutex_lock(&p->lock);
 	if (size > p->o.block_size)
