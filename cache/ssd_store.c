@@ -362,6 +362,8 @@ static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 	MDB_txn *txn;
 	struct item *it;
 	struct ent e;
+	unsigned char val[sizeof(struct ent) + PFS_SSD_ETAG_MAX];
+	size_t vlen;
 	uint64_t need = 0, seq0 = s->next_seq;
 	int rc;
 
@@ -387,8 +389,13 @@ static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 			ssd_add(&s->st_dropped, 1);
 			continue;
 		}
-		rc = find(s, txn, it->key, it->klen, &e, NULL, NULL);
-		if (rc == 0 && e.fp == it->fp && e.rlen == it->len)
+		rc = find(s, txn, it->key, it->klen, &e, val, &vlen);
+		/* Same listing, length and validator: already stored. Another
+		 * validator replaces it (the object changed and the mount
+		 * pinned the new version). */
+		if (rc == 0 && e.fp == it->fp && e.rlen == it->len &&
+		    e.etag_len == strlen(it->etag) &&
+		    !memcmp(val + sizeof(e), it->etag, e.etag_len))
 			it->skip = 1; /* already stored */
 		else if (rc == 0)
 			rc = free_ent(s, txn, b, it->key, it->klen, &e); /* replaced */

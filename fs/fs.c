@@ -24,9 +24,11 @@
 #include "../prefetch/prefetch.h"
 #include "../cache/bcache.h"
 #include "../cache/epoch.h"
+#include "../cache/failmem.h"
 #include "../cache/policy.h"
 #include "../cache/ssd.h"
 #include "../origin/origin.h"
+#include "../origin/validator.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/stats.h"
@@ -48,6 +50,10 @@ int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 	fs->policy = conf->policy;
 	fs->views = conf->views;
 	fs->block_size = conf->block_size;
+	if (pfs_failmem_create(&fs->failed) < 0) {
+		free(fs);
+		return -ENOMEM;
+	}
 	fs->uid = getuid();
 	fs->gid = getgid();
 	*out = fs;
@@ -59,6 +65,7 @@ void pfs_fs_destroy(struct pfs_fs *fs)
 	if (!fs)
 		return;
 	pfs_order_destroy(fs->order);
+	pfs_failmem_destroy(fs->failed);
 	free(fs);
 }
 
@@ -83,7 +90,7 @@ void  pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node)
 		STORE(fs->base_misses, pfs_stat_get(ram_misses));
 		STORE(fs->base_stall_ns, LOAD(fs->stall_ns));
 		pfs_bcache_set_epoch(fs->cache, e);
-		pfs_info("epoch %llu begins", (unsigned long long)e);
+		pfs_debug("epoch %llu begins", (unsigned long long)e);
 	}
 }
 
@@ -97,6 +104,8 @@ void pfs_fs_stats(void *ctx, struct pfs_stat_list *l)
 	pfs_stat_list_add(l, "epoch.stall_seconds",
 			  (double)(LOAD(fs->stall_ns) - LOAD(fs->base_stall_ns)) / 1e9, 1);
 	pfs_stat_list_add(l, "stall_seconds", (double)LOAD(fs->stall_ns) / 1e9, 0);
+	pfs_stat_list_add(l, "failed_files", (double)pfs_failmem_count(fs->failed), 0);
+	pfs_stat_list_add(l, "log_lines_dropped", (double)pfs_log_limit_dropped(), 0);
 }
 
 static struct pfs_fs *fs_of(fuse_req_t req)
@@ -299,21 +308,44 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 
-/* The SSD tier's copy is usable only if it is of the same content version
- * as everything else this mount has served of the file: its validator
- * must match the one recorded (or becomes the recorded one). */
+/* The SSD tier's copy is usable only if it is of the version this mount
+ * has pinned for the file; with none pinned yet it pins its own (after a
+ * remount, the origin's first answer is then checked against it). An
+ * entry without a validator (written by an older prestofs) is a miss. */
 static int fill_from_ssd(struct fill_ctx *c, const char *path, void *buf, size_t len)
 {
-	char etag[PFS_ETAG_MAX], ssd_etag[PFS_ETAG_MAX];
+	char ssd_etag[PFS_ETAG_MAX];
 	uint64_t blk = c->off / c->fs->block_size;
-	if (pfs_ssd_get(c->fs->ssd, path, blk, c->fp, buf, len, ssd_etag) < 0)
+	if (pfs_ssd_get(c->fs->ssd, path, blk, c->fp, buf, len, ssd_etag) < 0 || !ssd_etag[0])
 		return -ENOENT;
-	pfs_ftable_etag(c->fs->ft, c->node, etag);
-	if (etag[0] && ssd_etag[0] && strcmp(etag, ssd_etag))
-		return -ESTALE;
-	if (ssd_etag[0])
-		pfs_ftable_set_etag(c->fs->ft, c->node, ssd_etag);
-	return 0;
+	return pfs_ftable_set_etag(c->fs->ft, c->node, ssd_etag);
+}
+
+/* Fetches a block from the origin and checks it against the file's pinned
+ * validator. The first answer to come back pins it (compare-and-set);
+ * an answer of another version is never served nor cached: it is asked
+ * once more (another replica may answer, now with If-Match), then the
+ * read fails. */
+static int fill_from_origin(struct fill_ctx *c, const char *path, void *buf, size_t len,
+			    char *v)
+{
+	int rc = -EIO;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		pfs_ftable_etag(c->fs->ft, c->node, v);
+		rc = pfs_origin_read(c->fs->origin, path, c->size, c->off, len, buf, v);
+		if (rc == 0)
+			rc = pfs_ftable_set_etag(c->fs->ft, c->node, v);
+		if (rc != -ESTALE)
+			break;
+		if (attempt == 0)
+			pfs_debug("'%s' at %llu: another version came back; asking again", path,
+				  (unsigned long long)c->off);
+	}
+	if (rc == 0 && !strcmp(v, PFS_VALIDATOR_NONE) &&
+	    !__atomic_exchange_n(&c->fs->warned_no_validator, 1, __ATOMIC_RELAXED))
+		pfs_warn("the origin gives neither ETag nor Last-Modified (first seen on '%s'): "
+			 "only sizes can show that an object changed", path);
+	return rc;
 }
 
 /* A RAM miss: the SSD tier, else the origin (then written to the SSD tier
@@ -322,22 +354,31 @@ int  pfs_fsi_fill_block(void *p, void *buf, size_t len)
 {
 	struct fill_ctx *c = p;
 	char path[4096];
-	char etag[PFS_ETAG_MAX];
+	char v[PFS_ETAG_MAX];
 	int rc = pfs_ftable_path(c->fs->ft, c->node, path, sizeof(path));
 	if (rc < 0)
 		return rc;
 	if (c->fs->ssd && fill_from_ssd(c, path, buf, len) == 0)
 		return 0;
-	pfs_ftable_etag(c->fs->ft, c->node, etag);
-	rc = pfs_origin_read(c->fs->origin, path, c->size, c->off, len, buf, etag);
+	/* A file that just failed fails again at once (see failmem.h). */
+	rc = pfs_failmem_check(c->fs->failed, c->node, pfs_clock_ns());
+	if (rc < 0)
+		return rc;
+	rc = fill_from_origin(c, path, buf, len, v);
+	if (rc < 0)
+		pfs_failmem_note(c->fs->failed, c->node, rc, pfs_clock_ns());
+	else
+		pfs_failmem_clear(c->fs->failed, c->node);
 	if (rc == 0) {
-		pfs_ftable_set_etag(c->fs->ft, c->node, etag);
 		if (c->fs->ssd)
 			pfs_ssd_put(c->fs->ssd, path, c->off / c->fs->block_size, c->fp,
-				    etag, buf, len);
-	} else if (rc != -ESTALE)
-		pfs_warn("read of '%s' at %llu failed: %s", path,
-			 (unsigned long long)c->off, strerror(-rc));
+				    v, buf, len);
+	} else if (rc != -ESTALE) {
+		char key[4200];
+		snprintf(key, sizeof(key), "readfail:%s", path);
+		pfs_log_limited(PFS_LOG_WARN, key, "read of '%s' at %llu failed: %s", path,
+				(unsigned long long)c->off, strerror(-rc));
+	}
 	return rc;
 }
 
@@ -641,7 +682,9 @@ int pfs_fs_prefetch_cached(void *ctx, uint64_t obj, uint64_t blk)
 	uint32_t node = PFS_PREFETCH_NODE(obj);
 	uint64_t ino = PFS_PREFETCH_VIEW(obj) ?
 		       pfs_fsi_view_ino(PFS_PREFETCH_VIEW(obj) - 1, node) : (uint64_t)node + 1;
-	return pfs_bcache_contains(fs->cache, ino, blk);
+	/* A file the origin just failed is skipped like a cached one. */
+	return pfs_bcache_contains(fs->cache, ino, blk) ||
+	       pfs_failmem_check(fs->failed, node, pfs_clock_ns()) < 0;
 }
 
 /* Prefetch while the resident set has room, then into the staging area

@@ -17,6 +17,7 @@ struct pfs_epoch;
 struct pfs_views;
 struct pfs_prefetch;
 struct pfs_order;
+struct pfs_failmem;
 
 struct pfs_fs {
 	struct pfs_ftable *ft;
@@ -32,9 +33,11 @@ struct pfs_fs {
 	struct pfs_prefetch *prefetch; /* set before mounting, or NULL */
 	struct pfs_order *order;
 	struct pfs_views *views;       /* NULL: no views */
+	struct pfs_failmem *failed;    /* files the origin just failed */
 	/* The current epoch's counters: bases taken when it began (atomics). */
 	uint64_t epoch_seen, base_hits, base_misses, base_stall_ns;
 	uint64_t stall_ns; /* atomic: time demand reads waited for data */
+	int warned_no_validator; /* atomic: logged once per mount */
 };
 
 /* A demand read that took longer than this waited for a fill (a RAM hit

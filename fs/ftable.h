@@ -69,8 +69,11 @@ int pfs_ftable_path(const struct pfs_ftable *ft, uint32_t node, char *buf, size_
 /* The validator the origin gave for a file's content, copied into out
  * (PFS_ETAG_MAX bytes; "" if none yet). */
 void pfs_ftable_etag(const struct pfs_ftable *ft, uint32_t node, char *out);
-/* Records the first validator seen for a file; later calls keep the first.
- * Thread-safe. */
-void pfs_ftable_set_etag(struct pfs_ftable *ft, uint32_t node, const char *etag);
+/* Pins a file's validator: the first call with a non-empty etag wins (an
+ * atomic compare-and-set) and later calls keep it. Returns 0 when `etag`
+ * is now the pinned validator (it won, or equals the winner), -ESTALE when
+ * another one is pinned (the caller must not serve or cache what came with
+ * `etag`), -EINVAL for "" or a bad node, -ENOMEM. Thread-safe. */
+int pfs_ftable_set_etag(struct pfs_ftable *ft, uint32_t node, const char *etag);
 
 #endif

@@ -170,7 +170,7 @@ static int file_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 
 static void make_etag(const struct stat *st, char *out)
 {
-	snprintf(out, PFS_ETAG_MAX, "%" PRIx64 "-%" PRIx64 "-%lx.%lx",
+	snprintf(out, PFS_ETAG_MAX, "\"%" PRIx64 "-%" PRIx64 "-%lx.%lx\"",
 		 (uint64_t)st->st_ino, (uint64_t)st->st_size,
 		 (unsigned long)st->st_mtim.tv_sec, (unsigned long)st->st_mtim.tv_nsec);
 }

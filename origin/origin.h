@@ -29,6 +29,8 @@ struct pfs_origin_opts {
 	double timeout;       /* seconds per attempt, > 0 */
 	int retries;          /* attempts after the first, >= 0 */
 	uint64_t bandwidth;   /* HTTP/S3: bytes/s cap on data read, 0: none */
+	int allow_empty;      /* S3: nothing under the prefix lists as empty
+				 rather than failing with -ENOENT */
 };
 
 /* Called once per listed entry. `path` is relative, '/'-separated, without
@@ -55,10 +57,12 @@ int pfs_origin_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx);
 
 /* Reads exactly `len` bytes at `off` of object `path`, whose size from the
  * listing is `size` (off + len <= size, len > 0). `etag` is an in/out
- * buffer of PFS_ETAG_MAX bytes: when non-empty on entry, the origin's
- * answer must carry this validator, else -ESTALE; when empty, it is filled
- * with the validator of the answer (may stay empty if the origin gives
- * none). A changed object size is -ESTALE too. Never returns a short read. */
+ * buffer of PFS_ETAG_MAX bytes holding a validator (origin/validator.h):
+ * when non-empty on entry, the answer must be of exactly that version, else
+ * -ESTALE (HTTP: sent as If-Match / If-Unmodified-Since too); when empty,
+ * it is filled with the answer's validator, never left empty
+ * (PFS_VALIDATOR_NONE when the origin gives none). A total length other
+ * than `size` is -ESTALE too. Never returns a short read. */
 int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
 		    uint64_t off, size_t len, void *buf, char *etag);
 

@@ -31,6 +31,7 @@ int pfs_retry_errno(long status)
 	case 404: case 410: return -ENOENT;
 	case 401: case 403: return -EACCES;
 	case 416: return -ESTALE; /* the object shrank */
+	case 412: return -ESTALE; /* If-Match refused: another version */
 	default: return -EIO;
 	}
 }

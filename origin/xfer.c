@@ -21,10 +21,12 @@
 
 #include "origin.h"
 #include "retry.h"
+#include "validator.h"
 #include "xfer.h"
 #include "../util/log.h"
 #include "../util/clock.h"
 #include "../util/stats.h"
+#include "../util/url.h"
 
 struct pfs_xfer {
 	double timeout;
@@ -61,7 +63,9 @@ struct req {
 	char content_range[128];
 	char etag[PFS_ETAG_MAX];
 	int etag_bad;
+	char last_modified[64];
 	double retry_after;
+	uint64_t total;       /* REQ_RANGE: the object's length as answered */
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -256,7 +260,7 @@ static size_t on_header(char *line, size_t sz, size_t nmemb, void *p)
 	if (n > 5 && !strncmp(line, "HTTP/", 5)) {
 		const char *sp = memchr(line, ' ', n);
 		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-		r->content_range[0] = r->etag[0] = '\0';
+		r->content_range[0] = r->etag[0] = r->last_modified[0] = '\0';
 		r->etag_bad = 0;
 		r->retry_after = -1;
 	}
@@ -265,6 +269,9 @@ static size_t on_header(char *line, size_t sz, size_t nmemb, void *p)
 		r->content_range[0] = '\0';
 	if (header_value(line, n, "ETag", r->etag, sizeof(r->etag)) < 0)
 		r->etag_bad = 1;
+	if (header_value(line, n, "Last-Modified", r->last_modified,
+			 sizeof(r->last_modified)) < 0)
+		r->last_modified[0] = '\0';
 	if (header_value(line, n, "Retry-After", tmp, sizeof(tmp)) > 0)
 		r->retry_after = pfs_retry_after_parse(tmp);
 	return n;
@@ -322,49 +329,48 @@ static void backoff(int attempt, double retry_after)
 		;
 }
 
-/* For log messages: drops the userinfo (user:password@) and the query
- * string (it may carry signatures). */
+/* For log messages: no userinfo, no query string. */
 static void log_url(const char *url, char *out, size_t cap)
 {
-	const char *host = strstr(url, "://");
-	host = host ? host + 3 : url;
-	size_t hl = strcspn(host, "/?#");
-	const char *at = memchr(host, '@', hl);
-	size_t sl = (size_t)(host - url);
-	const char *rest = at ? at + 1 : host;
-	size_t n = strcspn(rest, "?#");
-	snprintf(out, cap, "%.*s%.*s", (int)sl, url, (int)(n > 200 ? 200 : n), rest);
+	pfs_url_redact(url, out, cap);
 }
 
-/* Checks a finished range attempt. Returns 0, -EAGAIN (retry), or a final
- * error. */
+/* Checks a finished range attempt and puts the answer's validator into
+ * got. Returns 0, -EAGAIN (retry), or a final error: -ESTALE when the
+ * object is not the one pinned (validator, or length: r->total), -EIO. */
 static int check_range(struct req *r, long status, uint64_t size, uint64_t off,
-		       size_t len, const char *etag)
+		       size_t len, const char *pinned, char *got)
 {
+	r->total = size;
 	if (status == 206) {
 		unsigned long long a, b;
 		char total[32];
 		if (sscanf(r->content_range, "bytes %llu-%llu/%31s", &a, &b, total) != 3)
 			return -EAGAIN;
-		if (a != off || b != off + len - 1)
-			return -EAGAIN;
 		if (strcmp(total, "*")) {
 			char *end;
 			unsigned long long t = strtoull(total, &end, 10);
-			if (*end || t != size)
+			if (*end || !total[0] || total[0] == '-')
+				return -EAGAIN;
+			r->total = t;
+			if (t != size)
 				return -ESTALE;
 		}
+		if (a != off || b != off + len - 1)
+			return -EAGAIN;
 	} else if (status == 200) {
 		if (off != 0 || len != size)
 			return -EIO; /* server ignores Range: can't serve parts */
+	} else if (status == 412) {
+		return -ESTALE; /* If-Match / If-Unmodified-Since refused */
 	} else if (pfs_retry_status(status)) {
 		return -EAGAIN;
 	} else {
 		return pfs_retry_errno(status);
 	}
-	if (r->etag_bad)
+	if (r->etag_bad || pfs_validator_make(r->etag, r->last_modified, got, PFS_ETAG_MAX) < 0)
 		return -EIO;
-	if (etag[0] && r->etag[0] && strcmp(etag, r->etag))
+	if (pinned[0] && strcmp(pinned, got))
 		return -ESTALE;
 	if (r->got != len)
 		return -EAGAIN; /* short body */
@@ -393,27 +399,80 @@ static void throttle(struct pfs_xfer *x, size_t len)
 	}
 }
 
+/* The request headers of a ranged GET: the signing headers (S3) and the
+ * condition that makes the server refuse another version. NULL (and 0)
+ * when there are none; the caller frees the list. */
+static int range_headers(struct pfs_xfer *x, const char *pinned, struct curl_slist **out)
+{
+	char cond[PFS_ETAG_MAX + 32];
+	*out = NULL;
+	if (!pinned[0] || pfs_validator_condition(pinned, cond, sizeof(cond)) != 1)
+		return 0;
+	struct curl_slist *l = NULL;
+	for (struct curl_slist *h = x->headers; h; h = h->next)
+		if (!(l = curl_slist_append(*out, h->data)))
+			goto fail;
+		else
+			*out = l;
+	if (!(l = curl_slist_append(*out, cond)))
+		goto fail;
+	*out = l;
+	return 0;
+fail:
+	curl_slist_free_all(*out);
+	*out = NULL;
+	return -ENOMEM;
+}
+
+/* A wrong object is logged once per object and window: what was seen. */
+static void log_stale(const char *url, const struct req *r, uint64_t size, long status,
+		      const char *pinned, const char *got)
+{
+	char u[256], key[300];
+	log_url(url, u, sizeof(u));
+	snprintf(key, sizeof(key), "stale:%s", u);
+	if (r->total != size)
+		pfs_log_limited(PFS_LOG_WARN, key, "%s: listed size %" PRIu64
+				", origin has %" PRIu64 "; not served", u, size, r->total);
+	else if (status == 416)
+		pfs_log_limited(PFS_LOG_WARN, key, "%s: listed size %" PRIu64
+				", origin has fewer bytes (HTTP 416); not served", u, size);
+	else
+		pfs_log_limited(PFS_LOG_WARN, key, "%s: validator changed on the origin "
+				"(pinned %s, now %s); refusing to mix versions", u, pinned,
+				status == 412 ? "refused by the server (HTTP 412)" : got);
+}
+
 int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		       uint64_t off, size_t len, void *buf, char *etag)
 {
 	throttle(x, len);
-	char range[64];
+	char range[64], got[PFS_ETAG_MAX] = "";
 	snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + len - 1);
-	int rc = -EIO;
+	struct curl_slist *hdrs;
+	int rc = range_headers(x, etag, &hdrs);
+	if (rc < 0)
+		return rc;
+	struct req r;
+	long status = 0;
 	for (int attempt = 0; attempt <= x->retries; attempt++) {
 		CURL *h = handle_get(x);
-		if (!h)
-			return -ENOMEM;
-		struct req r = {.kind = REQ_RANGE, .dst = buf, .want = len, .retry_after = -1};
+		if (!h) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		r = (struct req){.kind = REQ_RANGE, .dst = buf, .want = len, .retry_after = -1};
 		setup(x, h, url, &r);
 		curl_easy_setopt(h, CURLOPT_RANGE, range);
+		if (hdrs)
+			curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 		pfs_stat_add(origin_requests, 1);
 		if (attempt)
 			pfs_stat_add(origin_retries, 1);
 		pfs_stats_inflight_begin();
 		CURLcode cc = curl_easy_perform(h);
 		pfs_stats_inflight_end();
-		long status = 0;
+		status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		handle_put(x, h);
 		if (cc != CURLE_OK && !(r.overflow && cc == CURLE_WRITE_ERROR)) {
@@ -426,13 +485,13 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		} else if (r.overflow) {
 			rc = -EAGAIN;
 		} else {
-			rc = check_range(&r, status, size, off, len, etag);
+			rc = check_range(&r, status, size, off, len, etag, got);
 		}
 		if (rc == 0) {
-			if (!etag[0] && r.etag[0])
-				memcpy(etag, r.etag, strlen(r.etag) + 1);
+			if (!etag[0])
+				memcpy(etag, got, strlen(got) + 1);
 			pfs_stat_add(origin_bytes, len);
-			return 0;
+			goto out;
 		}
 		pfs_stat_add(origin_errors, 1);
 		if (rc != -EAGAIN)
@@ -441,11 +500,10 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		if (attempt < x->retries)
 			backoff(attempt + 1, r.retry_after);
 	}
-	if (rc == -ESTALE) {
-		char u[256];
-		log_url(url, u, sizeof(u));
-		pfs_warn("%s changed on the origin while mounted; refusing to mix versions", u);
-	}
+	if (rc == -ESTALE)
+		log_stale(url, &r, size, status, etag, got);
+out:
+	curl_slist_free_all(hdrs);
 	return rc;
 }
 

@@ -20,6 +20,9 @@
 
 #define RA_QUEUE 1024
 #define NSTREAMS 64
+/* Background errors: first pause, and the longest (seconds). */
+#define ERR_BACKOFF_MIN 0.05
+#define ERR_BACKOFF_MAX 5.0
 
 struct ra_item {
 	uint32_t node;
@@ -73,6 +76,10 @@ struct pfs_prefetch {
 	uint32_t scope;         /* subtree root being read; UINT32_MAX: none */
 	int scope_changed;
 	uint64_t rng;
+	/* Errors back off: no work is taken before err_until (CLOCK_MONOTONIC
+	 * s), which doubles with each consecutive error up to ERR_BACKOFF_MAX. */
+	double err_until;
+	unsigned err_streak;
 	/* In flight and counters. */
 	unsigned inflight;
 	uint64_t inflight_bytes;
@@ -250,6 +257,8 @@ static int step(struct pfs_prefetch *p)
 {
 	uint64_t obj, blk;
 	size_t len;
+	if (p->err_until && pfs_clock_s() < p->err_until)
+		return 0; /* worker 0's poll resumes the work after it */
 	if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes) ||
 	    !next_work(p, &obj, &blk, &len))
 		return 0;
@@ -266,8 +275,21 @@ static int step(struct pfs_prefetch *p)
 	if (rc == 0) {
 		p->st.blocks++;
 		p->st.bytes += len;
+		p->err_streak = 0;
+		p->err_until = 0;
 	} else {
+		/* A file that failed is not worth its other blocks (a listing
+		 * that says 2^62 bytes would mean 2^42 requests), and a broken
+		 * origin must not see more requests from an idle mount than
+		 * from a busy one: back off. */
 		p->st.errors++;
+		if (obj == p->cur_obj)
+			p->cur_blk = p->cur_nblk;
+		double d = ERR_BACKOFF_MIN;
+		for (unsigned i = 0; i < p->err_streak && d < ERR_BACKOFF_MAX; i++)
+			d *= 2;
+		p->err_streak++;
+		p->err_until = pfs_clock_s() + (d < ERR_BACKOFF_MAX ? d : ERR_BACKOFF_MAX);
 	}
 	return 1;
 }

@@ -8,6 +8,8 @@
 #ifndef PFS_LOG_H
 #define PFS_LOG_H
 
+#include <stdint.h>
+
 enum pfs_log_level {
 	PFS_LOG_ERR = 0,
 	PFS_LOG_WARN = 1,
@@ -32,6 +34,26 @@ void pfs_log_msg(enum pfs_log_level level, const char *fmt, ...)
 		if ((int)(lvl) <= pfs_log_threshold)                          \
 			pfs_log_msg((lvl), __VA_ARGS__);                      \
 	} while (0)
+/* Repeated warnings, rate-limited. `key` names what the message is about
+ * (kind and object, e.g. "stale:train/x.jpg"): the first message for a key
+ * is logged; the same key's next ones within PFS_LOG_LIMIT_WINDOW_S are
+ * only counted, and the first after the window says how many were dropped.
+ * Over all keys at most PFS_LOG_LIMIT_BURST limited lines are written per
+ * window, so a storm over many objects cannot flood the log either; the
+ * next line written says how many others were dropped. Returns 1 if the
+ * line was written (or would have been, below the threshold), 0 if not. */
+#define PFS_LOG_LIMIT_WINDOW_S 60
+#define PFS_LOG_LIMIT_BURST 20
+int pfs_log_limited(enum pfs_log_level level, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The decision alone, at time now_ns (for tests): 1 to write, 0 to drop.
+ * *dropped_key / *dropped_all: how many lines of this key / of all keys
+ * were dropped since the last one written. */
+int pfs_log_limit_check(const char *key, uint64_t now_ns, uint64_t *dropped_key,
+			uint64_t *dropped_all);
+/* Lines dropped by the limiter since start (all keys). */
+uint64_t pfs_log_limit_dropped(void);
+
 #define pfs_err(...) pfs_log(PFS_LOG_ERR, __VA_ARGS__)
 #define pfs_warn(...) pfs_log(PFS_LOG_WARN, __VA_ARGS__)
 #define pfs_info(...) pfs_log(PFS_LOG_INFO, __VA_ARGS__)

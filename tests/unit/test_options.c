@@ -64,6 +64,7 @@ static void test_defaults(void **state)
 	assert_null(o.endpoint);
 	assert_null(o.region);
 	assert_int_equal(o.s3_path_style, 0);
+	assert_int_equal(o.allow_empty, 0);
 	assert_int_equal(o.max_threads, 256);
 	assert_int_equal(o.allow_other, 0);
 	assert_int_equal(o.default_permissions, 0);
@@ -152,9 +153,10 @@ static void test_each_key(void **state)
 	assert_string_equal(o.region, "eu-west-3");
 	/* Flags: bare, or an explicit boolean. */
 	static const char *const flags[] = {"s3_path_style", "allow_other",
-					    "default_permissions"};
-	int *fields[] = {&o.s3_path_style, &o.allow_other, &o.default_permissions};
-	for (int i = 0; i < 3; i++) {
+					    "default_permissions", "allow_empty"};
+	int *fields[] = {&o.s3_path_style, &o.allow_other, &o.default_permissions,
+			 &o.allow_empty};
+	for (int i = 0; i < 4; i++) {
 		set_ok(&o, flags[i], NULL);
 		assert_int_equal(*fields[i], 1);
 		set_ok(&o, flags[i], "0");
@@ -708,9 +710,26 @@ static void test_parse_fsname_escaped(void **state)
 	done(&p);
 }
 
+static void test_parse_fsname_no_secrets(void **state)
+{
+	(void)state;
+	/* fsname shows in /proc/mounts: no userinfo, no query string. */
+	struct parsed p;
+	expect_parse_ok(&p, ARGS("prestofs", "https://user:p%40ss@word@host:8443/set/?sig=SECRET",
+				 "@MNT"));
+	char j[1024];
+	fuse_joined(&p.fuse, j, sizeof(j));
+	assert_null(strstr(j, "user"));
+	assert_null(strstr(j, "word"));
+	assert_null(strstr(j, "SECRET"));
+	assert_non_null(strstr(j, "fsname=https://host:8443/set/"));
+	done(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_fsname_no_secrets),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_each_key),
 		cmocka_unit_test(test_each_new_key),
