@@ -131,7 +131,11 @@ static int view_fill(void *p, void *buf, size_t len)
 	if (snprintf(path, sizeof(path), ".views/%.256s/%s", pfs_views_canon(fs->views, c->spec),
 		     rel) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	if (fs->ssd && pfs_ssd_get(fs->ssd, path, 0, c->info.fp, buf, len, etag) == 0)
+	/* A stored output counts only if made from the source's pinned
+	 * version (or it pins its own): a view never mixes with another
+	 * version of its source. */
+	if (fs->ssd && pfs_ssd_get(fs->ssd, path, 0, c->info.fp, buf, len, etag) == 0 &&
+	    etag[0] && pfs_ftable_set_etag(fs->ft, c->node, etag) == 0)
 		return 0;
 	char *src;
 	rc = read_source(fs, c->node, &c->info, c->flags, &src);
@@ -149,8 +153,9 @@ static int view_fill(void *p, void *buf, size_t len)
 	}
 	memcpy(buf, out, len);
 	free(out);
-	if (fs->ssd)
-		pfs_ssd_put(fs->ssd, path, 0, c->info.fp, "", buf, len);
+	pfs_ftable_etag(fs->ft, c->node, etag);
+	if (fs->ssd && etag[0])
+		pfs_ssd_put(fs->ssd, path, 0, c->info.fp, etag, buf, len);
 	return 0;
 }
 

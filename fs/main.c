@@ -322,6 +322,7 @@ int main(int argc, char **argv)
 		.manifest = o.manifest, .endpoint = o.endpoint, .region = o.region,
 		.s3_path_style = o.s3_path_style, .timeout = o.timeout,
 		.retries = (int)o.retries, .bandwidth = o.origin_bandwidth,
+		.allow_empty = o.allow_empty,
 	};
 	if (pfs_origin_create(o.origin, &oo, &origin) < 0)
 		goto out_opts;

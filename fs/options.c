@@ -19,6 +19,7 @@
 #include "options.h"
 #include "config.h"
 #include "../util/units.h"
+#include "../util/url.h"
 
 enum kind {
 	K_SIZE,     /* uint64_t bytes, [min, max] */
@@ -55,6 +56,7 @@ static const struct key keys[] = {
 	{"region", "origin", K_STR, OFF(region), 0, 0, NULL, "a region name"},
 	{"s3_path_style", "origin", K_FLAG, OFF(s3_path_style), 0, 0, NULL, "yes or no"},
 	{"manifest", "origin", K_STR, OFF(manifest), 0, 0, NULL, "a URL or a path"},
+	{"allow_empty", "origin", K_FLAG, OFF(allow_empty), 0, 0, NULL, "yes or no"},
 	{"timeout", "origin", K_SECONDS, OFF(timeout), 0, 0, NULL,
 	 "seconds above 0, like 10 or 2.5"},
 	{"retries", "origin", K_UINT, OFF(retries), 0, 100, NULL, "an integer from 0 to 100"},
@@ -479,8 +481,11 @@ int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
 	     * cached atime and the next open costs a GETATTR. */
 	    fuse_opt_add_arg(fuse, "subtype=prestofs,max_read=1048576,noatime"))
 		return -ENOMEM;
+	/* fsname shows in /proc/mounts for every user: never a password. */
+	char shown[4096];
 	char *fsname = NULL;
-	if (fuse_opt_add_opt_escaped(&fsname, o->origin) < 0)
+	pfs_url_redact(o->origin, shown, sizeof(shown));
+	if (fuse_opt_add_opt_escaped(&fsname, shown) < 0)
 		return -ENOMEM;
 	char *opt = NULL;
 	int bad = asprintf(&opt, "fsname=%s%s%s", fsname,
@@ -516,6 +521,8 @@ void pfs_opts_usage(const char *prog)
 	       "  -o region=NAME            S3 region (default us-east-1)\n"
 	       "  -o s3_path_style          S3 path-style addressing\n"
 	       "  -o manifest=URL|PATH      file list to use instead of listing\n"
+	       "  -o allow_empty            S3: mount a prefix with no objects empty\n"
+	       "                            (default: fail the mount)\n"
 	       "  -o timeout=SECONDS        per attempt (default 10)\n"
 	       "  -o retries=N              attempts after the first (default 5)\n"
 	       "[cache]\n"

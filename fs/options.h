@@ -38,6 +38,7 @@ struct pfs_opts {
 	/* [origin] */
 	char *manifest, *endpoint, *region; /* owned, or NULL */
 	int s3_path_style;
+	int allow_empty;       /* S3: a prefix with no objects mounts empty */
 	double timeout;        /* seconds per origin attempt */
 	uint64_t retries;      /* attempts after the first */
 	/* [cache] */

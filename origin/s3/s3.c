@@ -8,21 +8,32 @@
  *   URL fetched unsigned, s3://BUCKET/KEY fetched signed, else a local
  *   file), by the object PREFIX/prestofs.manifest (404 or 403 falls back),
  *   or by ListObjectsV2. The manifest object is never listed as a file.
- * - Listing is parallel by key range, which stays complete whatever the
- *   server's delimiter support: one delimited request for PREFIX (its
- *   first page only) yields CommonPrefixes, used merely as hints; up to
- *   threads * RANGES_PER_THREAD of them become bounds b1 < b2 < ... that
- *   cut the key space into ranges (-inf, b1], (b1, b2], ..., (bn, +inf).
- *   Workers (PRESTOFS_S3_LIST_THREADS, default 8) each take a range and
- *   page through a flat listing from start-after=b(i) until a key passes
+ * - Listing starts with one flat (non-delimited) page of PREFIX: it is
+ *   complete whatever the server reports in CommonPrefixes, so a page that
+ *   is not truncated is the whole listing, and only such a page can say
+ *   "nothing under PREFIX". Nothing is ever inferred from a delimited page
+ *   (s3rver, like some other servers, leaves a directory that holds only
+ *   subdirectories out of CommonPrefixes).
+ * - No objects under PREFIX fails the listing with -ENOENT and a message
+ *   naming the prefix (a mistyped prefix would otherwise mount as an empty
+ *   directory), unless -o allow_empty.
+ * - The rest of a truncated listing is listed in parallel by key range.
+ *   Delimited pages give CommonPrefixes, used merely as hints: first for
+ *   PREFIX, then, while there are too few after the last key already
+ *   listed, for the directory one level deeper that holds that key (at
+ *   most HINT_LEVELS pages, so one dataset directory under the prefix,
+ *   "imagenet/train/cNN/", still splits). Up to threads *
+ *   RANGES_PER_THREAD - 1 of them become bounds b1 < b2 < ... < bn, all
+ *   after the last key k0 of the first page, that cut the rest of the key
+ *   space into ranges (k0, b1], (b1, b2], ..., (bn, +inf). Workers
+ *   (PRESTOFS_S3_LIST_THREADS, default 8) each take a range and page
+ *   through a flat listing from start-after=b(i) until a key passes
  *   b(i+1). Every key lies in exactly one range, so nothing is missed or
- *   listed twice even when hints are missing (s3rver reports no prefix
- *   for directories that hold only subdirectories). Costs over a flat
- *   listing: one request, plus at most one page per range. Needs the
- *   server to order keys as strcmp() does (S3: UTF-8 binary order). If
- *   the first page holds everything (no prefixes, not truncated) it is
- *   used as is. A dataset under a single top-level directory gets no
- *   parallelism (hints are not looked for deeper).
+ *   listed twice, whichever hints the server gave: a missing hint only
+ *   makes a range longer. Costs over a flat listing: the hint pages, plus
+ *   at most one page per range. Needs the server to order keys as
+ *   strcmp() does (S3: UTF-8 binary order). Only the directory holding k0
+ *   is looked into: its siblings each stay one range.
  * - Listing callbacks (pfs_list_fn) are serialized by lister.lock; a worker
  *   parses a whole page before taking the lock, so no I/O happens under it.
  * - Keys the filesystem cannot show (pfs_path_valid fails, or a "dir/"
@@ -54,6 +65,7 @@
 #define LIST_THREADS_DEFAULT 8
 #define LIST_THREADS_MAX 64
 #define RANGES_PER_THREAD 4
+#define HINT_LEVELS 4                 /* delimited pages asked for hints */
 #define WARN_MAX 20
 
 struct s3_origin {
@@ -67,6 +79,7 @@ struct s3_origin {
 	int path_style;
 	int max_keys;          /* 0: server default */
 	int list_threads;
+	int allow_empty;       /* no objects under prefix: mount empty */
 };
 
 /* State of one pfs_origin_list() call. */
@@ -77,7 +90,12 @@ struct lister {
 	pthread_mutex_t lock;
 	int err;               /* first error; guarded by lock */
 	unsigned skipped;      /* guarded by lock */
-	char **bounds;         /* range bounds, increasing; set before workers */
+	uint64_t delivered;    /* entries the callback took; guarded by lock */
+	/* Set before the workers start, read-only while they run: */
+	char *start;           /* keys <= start are listed (NULL: none) */
+	char **hints;          /* owned strings, any order */
+	size_t nhints, hints_cap;
+	const char **bounds;   /* range bounds, increasing, > start; into hints */
 	size_t nbounds;
 	size_t rnext;          /* next range to list; guarded by lock */
 };
@@ -162,6 +180,8 @@ static int deliver(struct lister *l, const struct pfs_s3list_entry *e)
 		skip_key(l, e->key, "clashes with another entry");
 		return 0;
 	}
+	if (!rc)
+		l->delivered++;
 	return rc;
 }
 
@@ -175,10 +195,11 @@ static int stopped(struct lister *l)
 	return err;
 }
 
-/* Fetches and parses one listing page into *out (the caller destroys). */
-static int fetch_page(struct lister *l, const char *delim, const char *token,
-		      const char *start_after, unsigned page,
-		      struct pfs_s3list **out)
+/* Fetches and parses one listing page of `prefix` into *out (the caller
+ * destroys). */
+static int fetch_page(struct lister *l, const char *prefix, const char *delim,
+		      const char *token, const char *start_after,
+		      unsigned page, struct pfs_s3list **out)
 {
 	struct s3_origin *s = l->s;
 	struct pfs_s3list *p = NULL;
@@ -186,7 +207,7 @@ static int fetch_page(struct lister *l, const char *delim, const char *token,
 	size_t len;
 	int rc;
 
-	url = pfs_s3url_list(s->url_base, s->prefix, delim, token, start_after,
+	url = pfs_s3url_list(s->url_base, prefix, delim, token, start_after,
 			     s->max_keys);
 	if (!url)
 		return -ENOMEM;
@@ -246,7 +267,8 @@ static int list_range(struct lister *l, const char *after, const char *upto)
 		if ((rc = stopped(l)))
 			break;
 		/* start-after only on the first page; then the token rules. */
-		rc = fetch_page(l, NULL, token, token ? NULL : after, ++page, &p);
+		rc = fetch_page(l, l->s->prefix, NULL, token,
+				token ? NULL : after, ++page, &p);
 		if (rc)
 			break;
 		rc = deliver_page(l, p, upto, &past);
@@ -289,8 +311,9 @@ static void *worker(void *arg)
 		}
 		i = l->rnext++;
 		pthread_mutex_unlock(&l->lock);
-		/* Range i is (bounds[i-1], bounds[i]]. */
-		rc = list_range(l, i > 0 ? l->bounds[i - 1] : NULL,
+		/* Range i is (bounds[i-1], bounds[i]]; range 0 starts after
+		 * the first page. */
+		rc = list_range(l, i > 0 ? l->bounds[i - 1] : l->start,
 				i < l->nbounds ? l->bounds[i] : NULL);
 		if (rc) {
 			pthread_mutex_lock(&l->lock);
@@ -302,69 +325,148 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Picks at most nranges - 1 strictly increasing range bounds out of the
- * first page's CommonPrefixes. */
-static int pick_bounds(struct lister *l, const struct pfs_s3list *p,
-		       size_t nranges)
+/* Keeps the page's CommonPrefixes after l->start as hints; *usable counts
+ * them. */
+static int add_hints(struct lister *l, const struct pfs_s3list *p,
+		     size_t *usable)
 {
-	size_t n = pfs_s3list_prefix_count(p), nr = n + 1 < nranges ? n + 1 :
-							       nranges;
+	for (size_t i = 0; i < pfs_s3list_prefix_count(p); i++) {
+		const char *h = pfs_s3list_prefix(p, i);
 
-	l->bounds = calloc(nr, sizeof(*l->bounds));
-	if (!l->bounds)
-		return -ENOMEM;
-	for (size_t j = 1; j < nr; j++) {
-		const char *b = pfs_s3list_prefix(p, j * n / nr);
+		if (l->start && strcmp(h, l->start) <= 0)
+			continue; /* listed already: no use as a bound */
+		if (l->nhints == l->hints_cap) {
+			size_t cap = l->hints_cap ? l->hints_cap * 2 : 64;
+			char **n = realloc(l->hints, cap * sizeof(*n));
 
-		if (l->nbounds && strcmp(b, l->bounds[l->nbounds - 1]) <= 0)
-			continue; /* the server's order is not ours: skip */
-		if (!(l->bounds[l->nbounds] = strdup(b)))
+			if (!n)
+				return -ENOMEM;
+			l->hints = n;
+			l->hints_cap = cap;
+		}
+		if (!(l->hints[l->nhints] = strdup(h)))
 			return -ENOMEM;
-		l->nbounds++;
+		l->nhints++;
+		(*usable)++;
 	}
 	return 0;
+}
+
+/* Collects CommonPrefixes as range hints: those of PREFIX, then, while
+ * fewer than `want`, those of the directory one level deeper that holds
+ * l->start. A directory the server leaves out of CommonPrefixes is still
+ * descended into, since the way down is read from a key, not a prefix. */
+static int gather_hints(struct lister *l, size_t want)
+{
+	char *dir = strdup(l->s->prefix);
+	size_t usable = 0;
+	int rc = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	for (unsigned level = 0; level < HINT_LEVELS; level++) {
+		struct pfs_s3list *p = NULL;
+		size_t sub;
+
+		rc = fetch_page(l, dir, "/", NULL, l->start, 0, &p);
+		if (rc)
+			break;
+		rc = add_hints(l, p, &usable);
+		pfs_s3list_destroy(p);
+		if (rc || usable >= want || !l->start)
+			break;
+		sub = pfs_s3list_subdir(dir, l->start);
+		if (!sub)
+			break; /* l->start sits in dir itself */
+		free(dir);
+		if (!(dir = strndup(l->start, sub))) {
+			rc = -ENOMEM;
+			break;
+		}
+	}
+	free(dir);
+	return rc;
+}
+
+/* Lists what follows the first (truncated) flat page, in key ranges cut
+ * by the hints, on up to list_threads threads. */
+static int list_rest(struct lister *l, const struct pfs_s3list *first)
+{
+	struct s3_origin *s = l->s;
+	size_t n = pfs_s3list_count(first), nranges = s->list_threads > 1 ?
+		(size_t)s->list_threads * RANGES_PER_THREAD : 1;
+	pthread_t tids[LIST_THREADS_MAX];
+	int nthreads = 0, rc;
+
+	if (n && !(l->start = strdup(pfs_s3list_get(first, n - 1)->key)))
+		return -ENOMEM;
+	if (nranges > 1) {
+		rc = gather_hints(l, nranges - 1);
+		if (rc)
+			return rc;
+		l->bounds = calloc(nranges - 1, sizeof(*l->bounds));
+		if (!l->bounds)
+			return -ENOMEM;
+		l->nbounds = pfs_s3list_pick_bounds((const char **)l->hints,
+						    l->nhints, l->start,
+						    nranges - 1, l->bounds);
+	}
+	for (; nthreads + 1 < s->list_threads &&
+	       (size_t)nthreads + 1 < l->nbounds + 1; nthreads++) {
+		if (pthread_create(&tids[nthreads], NULL, worker, l))
+			break; /* run with fewer; this thread works too */
+	}
+	worker(l);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(tids[i], NULL);
+	pfs_debug("%s: listed %zu key ranges after the first page with %d "
+		  "threads (%zu hints)", s->base.name, l->nbounds + 1,
+		  nthreads + 1, l->nhints);
+	return l->err;
+}
+
+/* Called once the listing is complete, which a flat listing alone can say. */
+static int check_found(struct lister *l)
+{
+	const char *pre = l->s->prefix;
+
+	if (l->delivered)
+		return 0;
+	if (l->s->allow_empty) {
+		pfs_info("%s: no objects under the prefix: mounted empty "
+			 "(allow_empty)", l->s->base.name);
+		return 0;
+	}
+	pfs_err("%s: no objects %s%s%s%s; a mistyped prefix? (-o allow_empty "
+		"mounts it as an empty directory)", l->s->base.name,
+		*pre ? "under the prefix '" : "in the bucket", pre,
+		*pre ? "'" : "", l->skipped ? " that can be shown as files" : "");
+	return -ENOENT;
 }
 
 static int list_objects(struct s3_origin *s, pfs_list_fn fn, void *ctx)
 {
 	struct lister l = {.s = s, .fn = fn, .ctx = ctx};
-	pthread_t tids[LIST_THREADS_MAX];
 	struct pfs_s3list *first = NULL;
-	int nthreads = 0, rc, past = 0;
+	int rc, past = 0;
 
 	pthread_mutex_init(&l.lock, NULL);
-	rc = fetch_page(&l, "/", NULL, NULL, 0, &first);
-	if (rc)
-		goto out;
-	if (!pfs_s3list_truncated(first) && !pfs_s3list_prefix_count(first)) {
-		/* Everything is in this one page. */
+	rc = fetch_page(&l, s->prefix, NULL, NULL, NULL, 1, &first);
+	if (!rc)
 		rc = deliver_page(&l, first, NULL, &past);
-		goto done;
-	}
-	rc = pick_bounds(&l, first, s->list_threads > 1 ?
-					    (size_t)s->list_threads * RANGES_PER_THREAD : 1);
-	if (rc)
-		goto out;
-	for (; nthreads + 1 < s->list_threads &&
-	       (size_t)nthreads + 1 < l.nbounds + 1; nthreads++) {
-		if (pthread_create(&tids[nthreads], NULL, worker, &l))
-			break; /* run with fewer; this thread works too */
-	}
-	worker(&l);
-	for (int i = 0; i < nthreads; i++)
-		pthread_join(tids[i], NULL);
-	rc = l.err;
-	pfs_debug("%s: listed %zu key ranges with %d threads", s->base.name,
-		  l.nbounds + 1, nthreads + 1);
-done:
+	if (!rc && pfs_s3list_truncated(first))
+		rc = list_rest(&l, first);
+	if (!rc)
+		rc = check_found(&l);
 	if (!rc && l.skipped)
 		pfs_warn("%s: skipped %u keys that cannot be shown as files",
 			 s->base.name, l.skipped);
-out:
 	pfs_s3list_destroy(first);
-	for (size_t i = 0; i < l.nbounds; i++)
-		free(l.bounds[i]);
+	for (size_t i = 0; i < l.nhints; i++)
+		free(l.hints[i]);
+	free(l.hints);
 	free(l.bounds);
+	free(l.start);
 	pthread_mutex_destroy(&l.lock);
 	return rc;
 }
@@ -593,6 +695,7 @@ int pfs_origin_s3_create(const char *url, const struct pfs_origin_opts *opts,
 	s->max_keys = env_int("PRESTOFS_S3_MAX_KEYS", 0, 1, 1000);
 	s->list_threads = env_int("PRESTOFS_S3_LIST_THREADS",
 				  LIST_THREADS_DEFAULT, 1, LIST_THREADS_MAX);
+	s->allow_empty = opts && opts->allow_empty;
 
 	rc = pfs_s3url_parse(url, &bucket, &s->prefix, err, sizeof(err));
 	if (!rc)

@@ -13,6 +13,9 @@
  * control bytes of keys into the XML, which XML 1.0 forbids everywhere:
  * each such byte (0x01-0x1f but TAB, LF, CR) is fed to expat as 0x7f, so
  * the page still parses and pfs_path_valid() rejects that one key.
+ *
+ * The key-range helpers at the end are plain string work on keys already
+ * decoded; they keep the listing's arithmetic testable without a server.
  */
 #include <errno.h>
 #include <expat.h>
@@ -581,4 +584,48 @@ const char *pfs_s3list_next_token(const struct pfs_s3list *p)
 const char *pfs_s3list_error(const struct pfs_s3list *p)
 {
 	return p->err;
+}
+
+size_t pfs_s3list_subdir(const char *dir, const char *key)
+{
+	size_t dlen = strlen(dir);
+	const char *slash;
+
+	if (strncmp(key, dir, dlen) != 0)
+		return 0;
+	slash = strchr(key + dlen, '/');
+	/* "dir//x" has no name one level down: no progress, no descent. */
+	if (!slash || slash == key + dlen)
+		return 0;
+	return (size_t)(slash - key) + 1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+size_t pfs_s3list_pick_bounds(const char **hints, size_t n, const char *after,
+			      size_t max, const char **out)
+{
+	size_t u = 0, nr;
+
+	if (!n || !max)
+		return 0;
+	qsort(hints, n, sizeof(*hints), cmp_str);
+	/* Usable hints (> after, distinct) to the front, in order; the
+	 * others are swapped behind them, so the caller still owns them all. */
+	for (size_t i = 0; i < n; i++) {
+		const char *h = hints[i];
+
+		if ((after && strcmp(h, after) <= 0) ||
+		    (u && !strcmp(h, hints[u - 1])))
+			continue;
+		hints[i] = hints[u];
+		hints[u++] = h;
+	}
+	nr = (u < max ? u : max) + 1; /* ranges */
+	for (size_t j = 1; j < nr; j++)
+		out[j - 1] = hints[j * u / nr];
+	return nr - 1;
 }

@@ -1,4 +1,5 @@
-/* s3list.h - parser for one S3 ListObjectsV2 answer page (expat).
+/* s3list.h - parser for one S3 ListObjectsV2 answer page (expat), and
+ * the pure key arithmetic of a listing split into key ranges.
  *
  * Feed the page's bytes in any chunks, then read the entries. Entries are
  * kept until the page ends because with encoding-type=url the
@@ -56,5 +57,23 @@ const char *pfs_s3list_error(const struct pfs_s3list *p);
  * ("2009-10-12T17:50:30.000Z"; fraction optional; "Z" or "+00:00" or any
  * +hh:mm/-hh:mm offset) into unix seconds. Returns 0 or -EINVAL. */
 int pfs_s3list_parse_time(const char *s, int64_t *out);
+
+/* Key ranges. A listing is cut into ranges (b(i-1), b(i)] by bounds that
+ * are only hints (CommonPrefixes): any strictly increasing strings cut the
+ * key space into ranges that hold every key exactly once. */
+
+/* Length of the directory one level below `dir` ("" or ending in '/')
+ * that holds `key` ("a/b/" for dir "a/" and key "a/b/c/x"), or 0 when key
+ * is not under dir, sits directly in it, or has an empty component there.
+ * Always longer than dir when not 0, so a descent by it ends. */
+size_t pfs_s3list_subdir(const char *dir, const char *key);
+
+/* Chooses at most `max` bounds out of n hints (any order, duplicates
+ * allowed): sorts hints in place (strcmp order; pointers are only moved,
+ * never dropped), ignores those <= after (after NULL: none ignored), and
+ * writes evenly spaced ones, strictly increasing, to out (room for max).
+ * Returns how many; out points at hints' strings. */
+size_t pfs_s3list_pick_bounds(const char **hints, size_t n, const char *after,
+			      size_t max, const char **out);
 
 #endif

@@ -10,6 +10,9 @@
   upload_tree(client, root, prefix, dir_markers=())  uploads every file
                   under root as PREFIX + relative path (8 threads), plus
                   "PREFIX + d/" markers for the given dirs.
+  make_bucket(client, name, objects)  creates bucket NAME (if missing) and
+                  puts {key: bytes} into it (16 threads): a bucket of its
+                  own for tests that depend on every key in it.
 
 s3rver checks the access key id (must be S3RVER) but not V4 signatures, so
 any SECRET works against it directly; the proxy checks it.
@@ -112,6 +115,20 @@ def upload_tree(client, root, prefix, dir_markers=(), bucket=BUCKET):
     return len(items)
 
 
+def make_bucket(client, name, objects):
+    try:
+        client.create_bucket(Bucket=name)
+    except client.exceptions.BucketAlreadyOwnedByYou:
+        pass
+
+    def put(item):
+        client.put_object(Bucket=name, Key=item[0], Body=item[1])
+
+    with ThreadPoolExecutor(16) as ex:
+        list(ex.map(put, objects.items()))
+    return name
+
+
 @pytest.fixture(scope="session")
 def s3rver(tmp_path_factory):
     if not S3RVER.exists():
@@ -138,4 +155,4 @@ def sigv4_proxy(s3rver):
 
 
 __all__ = ["BUCKET", "ACCESS_KEY", "SECRET", "S3Rver", "s3_client", "upload_tree",
-           "s3rver", "sigv4_proxy"]
+           "make_bucket", "s3rver", "sigv4_proxy"]

@@ -110,6 +110,7 @@ static void assert_same_settings(const struct pfs_opts *a, const struct pfs_opts
 	SAME_STR(endpoint);
 	SAME_STR(region);
 	SAME(s3_path_style);
+	SAME(allow_empty);
 	SAME(timeout);
 	SAME(retries);
 	SAME(ram_size);
@@ -139,7 +140,8 @@ static void test_table_sections(void **state)
 	(void)state;
 	static const struct { const char *key, *section; } want[] = {
 		{"endpoint", "origin"}, {"region", "origin"}, {"s3_path_style", "origin"},
-		{"manifest", "origin"}, {"timeout", "origin"}, {"retries", "origin"},
+		{"manifest", "origin"}, {"allow_empty", "origin"},
+		{"timeout", "origin"}, {"retries", "origin"},
 		{"ram_size", "cache"}, {"ssd_dir", "cache"}, {"ssd_size", "cache"},
 		{"ssd_compress", "cache"}, {"block_size", "cache"}, {"policy", "cache"},
 		{"resident", "cache"},
@@ -176,6 +178,7 @@ static void test_every_key(void **state)
 		"region = eu-west-3\n"
 		"s3_path_style = yes\n"
 		"manifest = https://h/set/prestofs.manifest\n"
+		"allow_empty = yes\n"
 		"timeout = 2.5\n"
 		"retries = 7\n"
 		"[cache]\n"
@@ -200,6 +203,7 @@ static void test_every_key(void **state)
 	assert_string_equal(o.region, "eu-west-3");
 	assert_int_equal(o.s3_path_style, 1);
 	assert_string_equal(o.manifest, "https://h/set/prestofs.manifest");
+	assert_int_equal(o.allow_empty, 1);
 	assert_true(o.timeout == 2.5);
 	assert_int_equal(o.retries, 7);
 	assert_true(o.ram_size == 8ull << 30);

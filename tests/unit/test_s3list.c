@@ -305,6 +305,109 @@ static void test_dates(void **state)
 	assert_int_equal(pfs_s3list_parse_time("", &t), -EINVAL);
 }
 
+/* ---- key ranges ------------------------------------------------------- */
+
+static void test_subdir(void **state)
+{
+	const char *key = "imagenet/train/c00/x.JPEG";
+
+	(void)state;
+	assert_int_equal(pfs_s3list_subdir("", key), strlen("imagenet/"));
+	assert_int_equal(pfs_s3list_subdir("imagenet/", key),
+			 strlen("imagenet/train/"));
+	assert_int_equal(pfs_s3list_subdir("imagenet/train/", key),
+			 strlen("imagenet/train/c00/"));
+	assert_int_equal(pfs_s3list_subdir("imagenet/train/c00/", key), 0);
+	assert_int_equal(pfs_s3list_subdir("other/", key), 0);
+	assert_int_equal(pfs_s3list_subdir("", "x.bin"), 0);
+	assert_int_equal(pfs_s3list_subdir("", "d/"), 2); /* a marker's dir */
+	assert_int_equal(pfs_s3list_subdir("a/", "a//b"), 0); /* no progress */
+	assert_int_equal(pfs_s3list_subdir("", "/a"), 0);
+}
+
+/* Following a key down from the bucket root ends, one level at a time. */
+static void test_subdir_descent(void **state)
+{
+	const char *key = "a/b/c/d/e/f/x.bin";
+	char dir[64] = "";
+	size_t n, levels = 0;
+
+	(void)state;
+	while ((n = pfs_s3list_subdir(dir, key)) != 0) {
+		assert_true(n > strlen(dir));
+		memcpy(dir, key, n);
+		dir[n] = '\0';
+		levels++;
+	}
+	assert_int_equal(levels, 6);
+	assert_string_equal(dir, "a/b/c/d/e/f/");
+}
+
+static int has_ptr(const char **v, size_t n, const char *p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == p)
+			return 1;
+	return 0;
+}
+
+static void test_pick_bounds_basic(void **state)
+{
+	static const char *const src[] = {"d/", "b/", "a/", "c/", "b/", "a/"};
+	const char *hints[6], *out[8];
+	size_t n;
+
+	(void)state;
+	memcpy(hints, src, sizeof(src));
+	n = pfs_s3list_pick_bounds(hints, 6, NULL, 8, out);
+	assert_int_equal(n, 4); /* sorted, duplicates once */
+	assert_string_equal(out[0], "a/");
+	assert_string_equal(out[1], "b/");
+	assert_string_equal(out[2], "c/");
+	assert_string_equal(out[3], "d/");
+	/* Only moved: every string is still in hints, for its owner to free. */
+	for (size_t i = 0; i < 6; i++)
+		assert_true(has_ptr(hints, 6, src[i]));
+
+	/* Only those after `after` cut what is still to list. */
+	memcpy(hints, src, sizeof(src));
+	n = pfs_s3list_pick_bounds(hints, 6, "b/x.bin", 8, out);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0], "c/");
+	assert_string_equal(out[1], "d/");
+	memcpy(hints, src, sizeof(src));
+	assert_int_equal(pfs_s3list_pick_bounds(hints, 6, "d/", 8, out), 0);
+	assert_int_equal(pfs_s3list_pick_bounds(hints, 6, "zz", 8, out), 0);
+	assert_int_equal(pfs_s3list_pick_bounds(hints, 0, NULL, 8, out), 0);
+	assert_int_equal(pfs_s3list_pick_bounds(hints, 6, NULL, 0, out), 0);
+}
+
+/* The layout that s3rver hides: only the class directories are reported,
+ * and the first page already covers part of c00/. */
+static void test_pick_bounds_classes(void **state)
+{
+	char names[100][32];
+	const char *hints[100], *out[9];
+	size_t n;
+
+	(void)state;
+	for (int i = 0; i < 100; i++) {
+		snprintf(names[99 - i], sizeof(names[0]), "imagenet/train/c%02d/",
+			 i); /* given backwards */
+		hints[i] = names[i];
+	}
+	n = pfs_s3list_pick_bounds(hints, 100, "imagenet/train/c00/x0999.JPEG",
+				   9, out);
+	assert_int_equal(n, 9); /* 10 ranges, evenly spread over c01..c99 */
+	assert_true(strcmp(out[0], "imagenet/train/c00/x0999.JPEG") > 0);
+	for (size_t i = 1; i < n; i++)
+		assert_true(strcmp(out[i - 1], out[i]) < 0);
+	assert_string_equal(out[0], "imagenet/train/c10/");
+	assert_string_equal(out[8], "imagenet/train/c90/");
+	for (int i = 0; i < 100; i++)
+		assert_true(has_ptr(hints, 100, names[i]));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +422,10 @@ int main(void)
 		cmocka_unit_test(test_special_chars),
 		cmocka_unit_test(test_raw_control_bytes),
 		cmocka_unit_test(test_dates),
+		cmocka_unit_test(test_subdir),
+		cmocka_unit_test(test_subdir_descent),
+		cmocka_unit_test(test_pick_bounds_basic),
+		cmocka_unit_test(test_pick_bounds_classes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
