@@ -1,36 +1,64 @@
 /* epoch.h - epoch tracking without hints from the training job.
  *
  * Definition: files are numbered 0..N-1. An epoch ends when a file that
- * was already read in it is read again; that read opens the next epoch.
- * Epochs are numbered from 1. The caller notes a file once per read of
- * the file, i.e. on the read of its first block (offset 0), not on every
- * block.
+ * was already read in it is read again *and* the epoch has by then read
+ * most of the files: at least 5/8 of the distinct files read since the
+ * tracker was created ("seen"). That read opens the next epoch. A repeat
+ * earlier in the epoch is only a re-read: it changes nothing. Epochs are
+ * numbered from 1. The caller notes a file once per read of the file,
+ * i.e. on the read of its first block (offset 0), not on every block.
  *
- * This matches a loader that reads every sample once per epoch in some
- * order (a permutation, or a subset, or in several workers at once), and
- * it needs no hint. Its limits:
- *  - A loader that reads some file twice within one epoch (a validation
- *    subset read each epoch, several ranks of a job sharing one mount,
- *    a file opened twice to read a header and then the body with the
- *    page cache dropped in between) starts a spurious epoch at the
- *    second read.
+ * Why "most": a loader that reads every sample once per epoch (a
+ * permutation, in several workers at once) repeats a file only at the
+ * boundary, when the epoch has read all it has seen, so it is unaffected.
+ * A loader that draws samples at random (with replacement), or many
+ * readers re-reading random files, repeats a file after about sqrt(N)
+ * reads (the birthday bound): ending an epoch on every repeat made
+ * thousands of epochs a minute. With the rule, such a pattern begins an
+ * epoch about once per N reads: N random draws over N files touch 63%
+ * (1 - 1/e) of them, and 5/8 is just under that. 1/2 would give one
+ * epoch per 0.69 N draws; a higher share would miss the epochs of jobs
+ * that read a subset (below the share) of the files per epoch.
+ *
+ * The first epoch: nothing tells how many files the job reads, but every
+ * file seen so far was read in epoch 1, so its first repeat always ends
+ * it: a full pass followed by a second pass gives epoch 2 at the first
+ * read of the second pass, exactly as before. A random pattern's first
+ * epochs are short (the first repeat comes early) and grow with "seen",
+ * so it settles to one epoch per about N reads after a few epochs.
+ *
+ * Limits:
+ *  - A job that reads fewer than 5/8 of the files it has read so far per
+ *    epoch (a shrinking or rotating subset) sees epochs span several of
+ *    its own.
+ *  - A loader that reads each file twice in a row (a header, then the
+ *    body with the page cache dropped in between) makes each repeat in
+ *    its first pass a boundary while "seen" still grows: about
+ *    log(N) / log(8/3) short epochs in the first pass (14 for a million
+ *    files), then one per pass.
+ *  - A validation subset read twice in one epoch, late in it, starts an
+ *    epoch early (a repeat after 5/8 of the files).
  *  - At the boundary, workers that still finish epoch n while others have
- *    started epoch n+1 make the first repeat the boundary: late reads of
- *    epoch n then count as reads of epoch n+1 (and the epoch after that
- *    ends early, by as many files).
- *  - A job that reads only part of the dataset per epoch and never
- *    repeats a file within the window sees one long epoch.
+ *    started epoch n+1 put their late reads into epoch n+1; a repeat of
+ *    one of those files is ignored in the first 5/8 of epoch n+1, but
+ *    ends it early if it comes later.
  *  - Reads served by the kernel's page cache never reach the daemon and
  *    are not noted (harmless: they cost the cache nothing).
  *
- * Thread-safe and lock-free: one 32-bit generation per file (read in the
- * current epoch iff gen[file] == epoch), and the epoch number packed with
- * the count of files read in it in one 64-bit word. 4 bytes per file.
+ * Thread-safe and lock-free, O(1) per read: one 32-bit generation per
+ * file (read in the current epoch iff gen[file] == epoch), the epoch
+ * number packed with the count of files read in it in one 64-bit word,
+ * and one 32-bit count of files seen. 4 bytes per file.
  */
 #ifndef PFS_EPOCH_H
 #define PFS_EPOCH_H
 
 #include <stdint.h>
+
+/* The share of the files seen that an epoch must have read before a
+ * repeat ends it: PFS_EPOCH_MOST_NUM / PFS_EPOCH_MOST_DEN. */
+#define PFS_EPOCH_MOST_NUM 5
+#define PFS_EPOCH_MOST_DEN 8
 
 struct pfs_epoch;
 
@@ -41,14 +69,17 @@ void pfs_epoch_destroy(struct pfs_epoch *t);
 
 /* Notes a read of `file` (its first block). Returns the epoch the read
  * belongs to: the current one, or the next one when `file` was already
- * read in the current epoch (which then becomes current). A file id out
- * of range changes nothing and returns the current epoch. Any thread. */
+ * read in the current epoch and the epoch has read at least 5/8 of the
+ * files seen (the next one then becomes current). A file id out of range
+ * changes nothing and returns the current epoch. Any thread. */
 uint64_t pfs_epoch_note_read(struct pfs_epoch *t, uint32_t file);
 
-/* The current epoch (1 before any read), and the number of distinct files
- * read in it so far. Any thread; a snapshot. */
+/* The current epoch (1 before any read), the number of distinct files
+ * read in it so far, and the number of distinct files ever read. Any
+ * thread; snapshots. */
 uint64_t pfs_epoch_current(const struct pfs_epoch *t);
 uint64_t pfs_epoch_files_read(const struct pfs_epoch *t);
+uint64_t pfs_epoch_files_seen(const struct pfs_epoch *t);
 /* 1 if `file` was read in the current epoch. Any thread; a snapshot. */
 int pfs_epoch_is_read(const struct pfs_epoch *t, uint32_t file);
 

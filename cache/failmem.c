@@ -104,7 +104,9 @@ void pfs_failmem_note(struct pfs_failmem *m, uint64_t key, int err, uint64_t now
 	 * per deadline. */
 	if (now_ns >= s->until_ns || s->err != err)
 		s->streak++;
-	uint64_t max = (uint64_t)PFS_FAILMEM_MAX_S * SEC;
+	/* Transient failures cap lower: when the origin comes back, a file
+	 * is tried again within PFS_FAILMEM_TRANSIENT_MAX_S. */
+	uint64_t max = (uint64_t)(permanent ? PFS_FAILMEM_MAX_S : PFS_FAILMEM_TRANSIENT_MAX_S) * SEC;
 	uint64_t d = (uint64_t)(permanent ? PFS_FAILMEM_PERMANENT_S : PFS_FAILMEM_TRANSIENT_S) * SEC;
 	for (unsigned i = 1; i < s->streak && d < max; i++)
 		d *= 2;

@@ -10,8 +10,10 @@
  *
  * Deadlines back off per file: transient failures (-EIO) start at
  * PFS_FAILMEM_TRANSIENT_S and double while they repeat, up to
- * PFS_FAILMEM_MAX_S; answers that will not change by retrying (-ENOENT,
- * -EACCES, -ESTALE) start at PFS_FAILMEM_PERMANENT_S. A success clears
+ * PFS_FAILMEM_TRANSIENT_MAX_S (so a file is tried again soon after the
+ * origin comes back); answers that will not change by retrying (-ENOENT,
+ * -EACCES, -ESTALE) start at PFS_FAILMEM_PERMANENT_S, up to
+ * PFS_FAILMEM_MAX_S. A success clears
  * the entry. Memory is bounded: PFS_FAILMEM_SLOTS files at most; when
  * full, the entry nearest its deadline is replaced.
  *
@@ -26,6 +28,7 @@
 #define PFS_FAILMEM_TRANSIENT_S 2
 #define PFS_FAILMEM_PERMANENT_S 60
 #define PFS_FAILMEM_MAX_S 600
+#define PFS_FAILMEM_TRANSIENT_MAX_S 30
 #define PFS_FAILMEM_SLOTS 4096
 
 struct pfs_failmem;

@@ -7,6 +7,7 @@
  * a walk over the slice, and the hash's memory is given back.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "ftable.h"
 #include "../origin/origin.h"
 #include "../origin/manifest.h"
+#include "../util/log.h"
 
 #define F_DIR 1u
 #define F_EXPLICIT 2u
@@ -200,6 +202,14 @@ int pfs_ftable_add(void *ctx, const char *path, int is_dir, uint64_t size,
 	 * belongs to this object. */
 	if (!ft->hash || !pfs_path_valid(path))
 		return -EINVAL;
+	/* Every listing (S3, HTTP crawl, directory, manifest) passes here: a
+	 * size no origin can hold is refused before the mount, naming the
+	 * file, instead of mounting and failing each stat with EIO. */
+	if (!is_dir && size > PFS_FILE_SIZE_MAX) {
+		pfs_err("listing: '%.300s': size %" PRIu64 " too large (max 2^62)",
+			path, size);
+		return -EFBIG;
+	}
 	uint32_t cur = PFS_FTABLE_ROOT;
 	const char *c = path;
 	for (;;) {
@@ -396,15 +406,21 @@ void pfs_ftable_etag(const struct pfs_ftable *ft, uint32_t node, char *out)
 		out[0] = '\0';
 }
 
-void pfs_ftable_set_etag(struct pfs_ftable *ft, uint32_t node, const char *etag)
+int pfs_ftable_set_etag(struct pfs_ftable *ft, uint32_t node, const char *etag)
 {
-	if (node >= ft->n || !etag[0] || __atomic_load_n(&ft->etags[node], __ATOMIC_ACQUIRE))
-		return;
-	char *copy = strdup(etag);
-	char *expected = NULL;
-	if (copy && !__atomic_compare_exchange_n(&ft->etags[node], &expected, copy, 0,
-						  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		free(copy);
+	if (node >= ft->n || !etag[0])
+		return -EINVAL;
+	char *cur = __atomic_load_n(&ft->etags[node], __ATOMIC_ACQUIRE);
+	if (!cur) {
+		char *copy = strdup(etag);
+		if (!copy)
+			return -ENOMEM;
+		if (__atomic_compare_exchange_n(&ft->etags[node], &cur, copy, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return 0;
+		free(copy); /* lost the race: cur is the winner */
+	}
+	return strcmp(cur, etag) ? -ESTALE : 0;
 }
 
 int pfs_ftable_resolve(const struct pfs_ftable *ft, const char *path, uint32_t *out)

@@ -33,7 +33,8 @@ void pfs_ftable_destroy(struct pfs_ftable *ft);
 /* Adds an entry (a pfs_list_fn: ctx is the table). Parents are created
  * implicitly (their mtime becomes their newest child's). Returns 0,
  * -EEXIST for a duplicate, -ENOTDIR when a parent is a file, -EINVAL for
- * an invalid path, -ENOMEM/-EFBIG when full. */
+ * an invalid path, -ENOMEM/-EFBIG when full, -EFBIG (logged) for a file
+ * size above PFS_FILE_SIZE_MAX (2^62). */
 int pfs_ftable_add(void *ft, const char *path, int is_dir, uint64_t size,
 		   int64_t mtime, const char *etag);
 

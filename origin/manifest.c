@@ -35,15 +35,18 @@ int pfs_path_valid(const char *path)
 	return 1;
 }
 
+/* Decimal digits only; -ERANGE past UINT64_MAX, -EINVAL otherwise. */
 static int parse_u64(const char *s, uint64_t *out)
 {
 	if (*s < '0' || *s > '9')
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	char *end;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
+	if (*end)
+		return -EINVAL;
+	if (errno)
+		return -ERANGE;
 	*out = v;
 	return 0;
 }
@@ -118,8 +121,14 @@ int pfs_manifest_parse(const char *buf, size_t len, pfs_list_fn fn, void *ctx,
 			FAIL("manifest line %lu: invalid path", lineno);
 		uint64_t size;
 		int64_t mtime;
-		if (parse_u64(f[1], &size))
+		int prc = parse_u64(f[1], &size);
+		if (prc == -EINVAL)
 			FAIL("manifest line %lu: invalid size '%.40s'", lineno, f[1]);
+		/* Refused here, naming the line, rather than mounted and
+		 * failing every stat with EIO (see PFS_FILE_SIZE_MAX). */
+		if (prc == -ERANGE || size > PFS_FILE_SIZE_MAX)
+			FAIL("manifest line %lu: size %.40s too large (max 2^62)", lineno,
+			     f[1]);
 		if (is_dir && size != 0)
 			FAIL("manifest line %lu: directory with non-zero size", lineno);
 		if (parse_i64(f[2], &mtime))

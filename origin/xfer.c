@@ -533,7 +533,15 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 		pfs_stats_inflight_end();
 		long status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-		if (cc == CURLE_OK && status >= 200 && status < 300) {
+		int ok = cc == CURLE_OK && status >= 200 && status < 300;
+		/* A HEAD is asked for its length: an answer without one is
+		 * retried like a short body (a proxy or an overloaded server may
+		 * drop it once), then fails with -EIO. */
+		curl_off_t cl = -1;
+		if (ok && r->kind == REQ_HEAD)
+			curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+		int no_length = ok && r->kind == REQ_HEAD && cl < 0;
+		if (ok && !no_length) {
 			pfs_stat_add(origin_bytes, r->got);
 			*status_out = status;
 			*keep = h;
@@ -543,7 +551,7 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 		pfs_stat_add(origin_errors, 1);
 		if (r->overflow)
 			return -EFBIG;
-		if (cc == CURLE_OK && !pfs_retry_status(status))
+		if (cc == CURLE_OK && !ok && !pfs_retry_status(status))
 			return pfs_retry_errno(status);
 		char u[256];
 		log_url(url, u, sizeof(u));
@@ -552,7 +560,8 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 		pfs_log(attempt < x->retries ? PFS_LOG_DEBUG : PFS_LOG_WARN,
 			"%s %s: %s (HTTP %ld), attempt %d of %d",
 			r->kind == REQ_HEAD ? "HEAD" : "GET", u,
-			cc == CURLE_OK ? "server error" : curl_easy_strerror(cc), status,
+			cc != CURLE_OK ? curl_easy_strerror(cc) :
+			no_length ? "no Content-Length" : "server error", status,
 			attempt + 1, x->retries + 1);
 		if (attempt < x->retries)
 			backoff(attempt + 1, r->retry_after);
@@ -593,7 +602,7 @@ int pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size, int64_t *
 	curl_easy_getinfo(h, CURLINFO_FILETIME_T, &ft);
 	handle_put(x, h);
 	if (cl < 0)
-		return -EIO;
+		return -EIO; /* not reached: simple() retries a HEAD without one */
 	*size = (uint64_t)cl;
 	*mtime = ft;
 	if (etag)

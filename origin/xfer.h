@@ -43,7 +43,8 @@ int pfs_xfer_get(struct pfs_xfer *x, const char *url, size_t cap,
 		 char **body, size_t *len);
 
 /* HEAD: Content-Length into *size, Last-Modified into *mtime (-1 if none),
- * ETag into etag (PFS_ETAG_MAX buffer, may be NULL). */
+ * ETag into etag (PFS_ETAG_MAX buffer, may be NULL). An answer without a
+ * Content-Length is retried like a short body, then -EIO. */
 int pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size,
 		  int64_t *mtime, char *etag);
 

@@ -51,6 +51,7 @@ void pfs_stats_collect(struct pfs_stat_list *l)
 	G("ram.bytes", ram_bytes);
 	C("ram.evictions", ram_evictions);
 	C("coalesced", coalesced);
+	C("listing.skipped", listing_skipped);
 	for (int i = 0; i < PFS_OP__COUNT; i++)
 		C(op_keys[i], ops[i]);
 #undef C

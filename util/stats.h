@@ -28,6 +28,7 @@ struct pfs_stats {
 	uint64_t ram_bytes;        /* gauge: bytes held */
 	uint64_t ram_evictions;
 	uint64_t coalesced;        /* reads that waited on another's fetch */
+	uint64_t listing_skipped;  /* listed files left out of the mount (no usable size) */
 	uint64_t ops[PFS_OP__COUNT];
 };
 
@@ -58,7 +59,8 @@ struct pfs_stat_list {
 /* Appends one value (silently dropped when the list is full). */
 void pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
 		       int is_gauge);
-/* Appends this module's counters (origin.*, ram.*, coalesced, fuse.*). */
+/* Appends this module's counters (origin.*, ram.*, coalesced,
+ * listing.*, fuse.*). */
 void pfs_stats_collect(struct pfs_stat_list *l);
 
 /* Render a list sorted by name into buf (NUL-terminated, truncated to

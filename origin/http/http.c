@@ -20,6 +20,15 @@
  *      first stat would confuse every reader. The cost is hidden by
  *      running directory GETs and HEADs on one pool of CRAWL_THREADS
  *      threads sharing xfer's connection cache.
+ *      A HEAD that still fails after xfer's retries (no Content-Length,
+ *      an error, 404 for a file the index listed) leaves that one file
+ *      out, with a warning naming it and the listing.skipped counter: a
+ *      file of unknown size cannot be served, and one bad file must not
+ *      keep a dataset offline. When more than half of the HEADs fail, the
+ *      crawl fails instead (checked once SKIP_EARLY files were skipped,
+ *      and at the end): that is a server without usable HEAD answers or
+ *      an origin going down, and a listing missing most of its files must
+ *      not be mounted (nor saved in the SSD tier over a good one).
  *
  * Limits: an index page is at most PAGE_CAP bytes, a manifest
  * MANIFEST_CAP, a listing MAX_ENTRIES entries, directories MAX_DEPTH deep
@@ -41,12 +50,14 @@
 #include "../manifest.h"
 #include "../xfer.h"
 #include "../../util/log.h"
+#include "../../util/stats.h"
 
 #define PAGE_CAP ((size_t)64 << 20)
 #define MANIFEST_CAP ((size_t)1 << 30)
 #define MAX_ENTRIES ((size_t)10 * 1000 * 1000)
 #define MAX_DEPTH 128
 #define CRAWL_THREADS 32
+#define SKIP_EARLY 64
 
 struct http_origin {
 	struct pfs_origin base;
@@ -230,7 +241,7 @@ struct ent {
 	int64_t mtime;
 	int is_dir;
 	int depth;    /* components in path */
-	int gone;     /* vanished before its HEAD: not listed */
+	int gone;     /* no usable HEAD answer (or vanished): not listed */
 };
 
 #define ROOT_JOB ((size_t)-1)
@@ -245,6 +256,8 @@ struct crawl {
 	size_t njobs, jcap;  /* guarded by lock */
 	size_t busy;         /* workers inside a job; guarded */
 	size_t pages, heads; /* counts for the log; guarded */
+	size_t skipped;      /* files left out (HEAD failed); guarded */
+	int too_many;        /* most HEADs failed: the crawl fails; guarded */
 	int err;             /* first error; guarded */
 };
 
@@ -359,7 +372,15 @@ static int crawl_dir(struct crawl *c, const char *dir, int depth)
 	return rc;
 }
 
-/* One HEAD for a file whose index gave no exact size. */
+/* 1 if the skipped files are too many for a partial listing (see the
+ * top of this file). Called with c->lock held. */
+static int too_many_skips(const struct crawl *c)
+{
+	return c->skipped * 2 > c->heads;
+}
+
+/* One HEAD for a file whose index gave no exact size. A failure other than
+ * ENOMEM leaves the file out (see the top of this file). */
 static int crawl_head(struct crawl *c, size_t idx, const char *path)
 {
 	struct http_origin *ho = c->ho;
@@ -372,22 +393,35 @@ static int crawl_head(struct crawl *c, size_t idx, const char *path)
 		return -ENOMEM;
 	rc = pfs_xfer_head(ho->x, url, &size, &mtime, etag);
 	free(url);
+	if (rc < 0 && rc != -ENOMEM) {
+		char key[512];
+		snprintf(key, sizeof(key), "listing-skip:%s%s", ho->base.name, path);
+		if (rc == -ENOENT)
+			pfs_log_limited(PFS_LOG_WARN, key, "%s%.300s: listed in the index "
+					"but HEAD answers 404: left out of the mount",
+					ho->base.name, path);
+		else
+			pfs_log_limited(PFS_LOG_WARN, key, "%s%.300s: HEAD gave no usable "
+					"size (%s): left out of the mount", ho->base.name,
+					path, strerror(-rc));
+	}
 	pthread_mutex_lock(&c->lock);
 	c->heads++;
 	struct ent *e = &c->ents[idx];
-	if (rc == -ENOENT) {
-		pfs_warn("%s%s: vanished during the crawl, skipped",
-			 ho->base.name, path);
-		e->gone = 1;
-		rc = 0;
-	} else if (rc == 0) {
+	if (rc == 0) {
 		e->size = size;
 		if (mtime >= 0)
 			e->mtime = mtime;
 		if (etag[0] && !(e->etag = strdup(etag)))
 			rc = -ENOMEM;
-	} else {
-		pfs_err("%s%s: HEAD failed: %s", ho->base.name, path, strerror(-rc));
+	} else if (rc != -ENOMEM) {
+		e->gone = 1;
+		c->skipped++;
+		rc = 0;
+		if (c->skipped >= SKIP_EARLY && too_many_skips(c)) {
+			c->too_many = 1; /* stop now rather than HEAD them all */
+			rc = -EIO;
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -456,14 +490,26 @@ static int list_crawl(struct http_origin *ho, pfs_list_fn fn, void *ctx)
 	for (size_t i = 0; i < nt; i++)
 		pthread_join(tid[i], NULL);
 	rc = c.err;
+	if (c.too_many || (rc == 0 && too_many_skips(&c))) {
+		pfs_err("%s: %zu of %zu HEAD requests gave no usable size: not "
+			"mounting a listing missing that much (does the server "
+			"answer HEAD with a Content-Length?)", ho->base.name,
+			c.skipped, c.heads);
+		rc = -EIO;
+	}
 	if (rc < 0)
 		goto out_ents;
+	pfs_stat_add(listing_skipped, c.skipped);
 
 	size_t listed = 0;
 	for (size_t i = 0; i < c.n; i++)
 		listed += !c.ents[i].gone;
 	pfs_info("%s: %zu entries from %zu index pages and %zu HEAD requests",
 		 ho->base.name, listed, c.pages, c.heads);
+	if (c.skipped)
+		pfs_warn("%s: %zu listed file%s left out: no usable size (see "
+			 "listing.skipped)", ho->base.name, c.skipped,
+			 c.skipped == 1 ? "" : "s");
 	qsort(c.ents, c.n, sizeof(*c.ents), cmp_ent);
 	for (size_t i = 0; i < c.n && rc == 0; i++) {
 		const struct ent *e = &c.ents[i];

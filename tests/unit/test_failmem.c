@@ -40,7 +40,8 @@ static void test_transient_backs_off(void **state)
 		t += (uint64_t)PFS_FAILMEM_MAX_S * SEC;
 		pfs_failmem_note(m, 7, -EIO, t);
 	}
-	assert_int_equal(pfs_failmem_check(m, 7, t + (uint64_t)PFS_FAILMEM_MAX_S * SEC), 0);
+	assert_int_equal(pfs_failmem_check(m, 7, t + (uint64_t)PFS_FAILMEM_TRANSIENT_MAX_S * SEC - 1), -EIO);
+	assert_int_equal(pfs_failmem_check(m, 7, t + (uint64_t)PFS_FAILMEM_TRANSIENT_MAX_S * SEC), 0);
 	/* Success forgets, streak included. */
 	pfs_failmem_clear(m, 7);
 	assert_int_equal(pfs_failmem_count(m), 0);
@@ -67,6 +68,12 @@ static void test_permanent_and_ignored(void **state)
 	assert_int_equal(pfs_failmem_check(m, 4, t), 0);
 	assert_int_equal(pfs_failmem_check(m, 5, t), 0);
 	assert_int_equal(pfs_failmem_check(m, 1, t + p), 0);
+	/* Permanent ones back off further, to the long cap. */
+	for (int i = 0; i < 10; i++) {
+		t += (uint64_t)PFS_FAILMEM_MAX_S * SEC;
+		pfs_failmem_note(m, 1, -ESTALE, t);
+	}
+	assert_int_equal(pfs_failmem_check(m, 1, t + (uint64_t)PFS_FAILMEM_MAX_S * SEC - 1), -ESTALE);
 	assert_int_equal(pfs_failmem_count(m), 3);
 	pfs_failmem_destroy(m);
 }

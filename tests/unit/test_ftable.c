@@ -230,6 +230,27 @@ static void test_directory_size_ignored(void **state)
 	pfs_ftable_destroy(ft);
 }
 
+/* Any listing's size above 2^62 (PFS_FILE_SIZE_MAX) is refused with
+ * -EFBIG and adds nothing; 2^62 itself is a file; a directory's size is
+ * ignored whatever it is. */
+static void test_huge_size_refused(void **state)
+{
+	(void)state;
+	struct pfs_ftable *ft = new_table();
+	assert_int_equal(pfs_ftable_add(ft, "d/big", 0, UINT64_MAX, 1, NULL), -EFBIG);
+	assert_int_equal(pfs_ftable_add(ft, "d/big", 0, 1ull << 63, 1, NULL), -EFBIG);
+	assert_int_equal(pfs_ftable_add(ft, "d/big", 0, (1ull << 62) + 1, 1, "\"e\""),
+			 -EFBIG);
+	assert_int_equal(pfs_ftable_count(ft), 1); /* not even the parent "d" */
+	add_ok(ft, "d/edge", 0, 1ull << 62, 1);
+	add_ok(ft, "dir", 1, UINT64_MAX, 1);
+	assert_int_equal(pfs_ftable_finish(ft), 0);
+	assert_true(info_of(ft, node_of(ft, "d/edge")).size == 1ull << 62);
+	assert_int_equal(info_of(ft, node_of(ft, "dir")).size, 0);
+	assert_true(pfs_ftable_total_bytes(ft) == 1ull << 62);
+	pfs_ftable_destroy(ft);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -389,14 +410,15 @@ static void test_etag_set_once(void **state)
 	pfs_ftable_etag(ft, h, e);
 	assert_string_equal(e, "");
 	/* An empty validator does not count as the first. */
-	pfs_ftable_set_etag(ft, f, "");
+	assert_int_equal(pfs_ftable_set_etag(ft, f, ""), -EINVAL);
 	pfs_ftable_etag(ft, f, e);
 	assert_string_equal(e, "");
-	pfs_ftable_set_etag(ft, f, "\"v1\"");
+	assert_int_equal(pfs_ftable_set_etag(ft, f, "\"v1\""), 0);
 	pfs_ftable_etag(ft, f, e);
 	assert_string_equal(e, "\"v1\"");
-	/* Later ones are ignored. */
-	pfs_ftable_set_etag(ft, f, "\"v2\"");
+	/* The same one again agrees; another is refused and changes nothing. */
+	assert_int_equal(pfs_ftable_set_etag(ft, f, "\"v1\""), 0);
+	assert_int_equal(pfs_ftable_set_etag(ft, f, "\"v2\""), -ESTALE);
 	pfs_ftable_etag(ft, f, e);
 	assert_string_equal(e, "\"v1\"");
 	/* Per file. */
@@ -406,11 +428,11 @@ static void test_etag_set_once(void **state)
 	char longest[PFS_ETAG_MAX];
 	memset(longest, 'q', sizeof(longest) - 1);
 	longest[sizeof(longest) - 1] = '\0';
-	pfs_ftable_set_etag(ft, g, longest);
+	assert_int_equal(pfs_ftable_set_etag(ft, g, longest), 0);
 	pfs_ftable_etag(ft, g, e);
 	assert_string_equal(e, longest);
 	/* Out of range: nothing set, "" back. */
-	pfs_ftable_set_etag(ft, 1000, "x");
+	assert_int_equal(pfs_ftable_set_etag(ft, 1000, "x"), -EINVAL);
 	memset(e, 'Z', sizeof(e));
 	pfs_ftable_etag(ft, 1000, e);
 	assert_string_equal(e, "");
@@ -422,13 +444,14 @@ struct race {
 	uint32_t node;
 	pthread_barrier_t *start;
 	char mine[32];
+	int rc;
 };
 
 static void *race_set(void *arg)
 {
 	struct race *r = arg;
 	pthread_barrier_wait(r->start);
-	pfs_ftable_set_etag(r->ft, r->node, r->mine);
+	r->rc = pfs_ftable_set_etag(r->ft, r->node, r->mine);
 	return NULL;
 }
 
@@ -466,7 +489,10 @@ static void test_etag_concurrent_first_wins(void **state)
 		int who = atoi(e + 5);
 		assert_in_range(who, 0, T - 1);
 		assert_string_equal(e, r[who].mine);
-		pfs_ftable_set_etag(ft, node, "late");
+		/* The winner, and only the winner, was told it may serve. */
+		for (int t = 0; t < T; t++)
+			assert_int_equal(r[t].rc, t == who ? 0 : -ESTALE);
+		assert_int_equal(pfs_ftable_set_etag(ft, node, "late"), -ESTALE);
 		char again[PFS_ETAG_MAX];
 		pfs_ftable_etag(ft, node, again);
 		assert_string_equal(again, e);
@@ -530,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_explicit_dir_after_implicit),
 		cmocka_unit_test(test_duplicates_and_notdir),
 		cmocka_unit_test(test_directory_size_ignored),
+		cmocka_unit_test(test_huge_size_refused),
 		cmocka_unit_test(test_sorted_children_and_lookup),
 		cmocka_unit_test(test_same_name_different_parents),
 		cmocka_unit_test(test_path_reconstruction),

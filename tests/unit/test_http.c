@@ -21,6 +21,7 @@
 
 #include "../../origin/backend.h"
 #include "../../origin/xfer.h"
+#include "../../util/stats.h"
 
 struct fake_get {
 	const char *url;
@@ -317,7 +318,8 @@ static void test_explicit_manifest(void **state)
 	assert_int_equal(unexpected, 0);
 }
 
-/* Errors: root index refused, HEAD failing, the callback's error. */
+/* Errors: root index refused, the callback's error. A HEAD failing for
+ * one of two files leaves that file out (see test_head_failures). */
 static void test_errors(void **state)
 {
 	(void)state;
@@ -345,7 +347,8 @@ static void test_errors(void **state)
 	};
 	setup_fakes(g2, h2);
 	o = make("http://h/", NULL);
-	assert_int_equal(o->ops->list(o, collect, &l), -EIO);
+	assert_int_equal(o->ops->list(o, collect, &l), 0);
+	assert_string_equal(l.text, "a|0|1|1|-\n");
 	destroy(o);
 
 	h2[1].rc = 0;
@@ -356,6 +359,108 @@ static void test_errors(void **state)
 	assert_int_equal(o->ops->list(o, collect, &l), -EEXIST);
 	assert_int_equal(l.n, 2);
 	destroy(o);
+	assert_int_equal(unexpected, 0);
+}
+
+/* A HEAD without a usable answer (an error after xfer's retries, 403, or
+ * 404 for a listed file) leaves that one file out and counts it in
+ * listing.skipped; the others are listed. When more than half of the HEADs
+ * fail the crawl fails instead, early once SKIP_EARLY (64) files were
+ * skipped; ENOMEM is never a skip. */
+static void test_head_failures(void **state)
+{
+	(void)state;
+	struct fake_get g[] = {
+		{"http://h/prestofs.manifest", -ENOENT, NULL, 0},
+		{"http://h/", 0,
+		 "<a href=\"a\">a</a> 12-Mar-2024 10:11 1.2K\n"
+		 "<a href=\"b\">b</a> 12-Mar-2024 10:11 -\n"
+		 "<a href=\"c\">c</a> 12-Mar-2024 10:11 3M\n"
+		 "<a href=\"d\">d</a> 12-Mar-2024 10:11 1K\n"
+		 "<a href=\"e\">e</a> 12-Mar-2024 10:11 7\n", 0},
+		{NULL, 0, NULL, 0},
+	};
+	struct fake_head h[] = {
+		{"http://h/a", 0, 1234, 5, NULL, 0},
+		{"http://h/b", -EIO, 0, 0, NULL, 0},
+		{"http://h/c", 0, 3000000, 6, "\"c\"", 0},
+		{"http://h/d", 0, 1000, 7, NULL, 0},
+		{NULL, 0, 0, 0, NULL, 0},
+	};
+	struct listed l = {.text = ""};
+
+	setup_fakes(g, h);
+	uint64_t skipped0 = pfs_stat_get(listing_skipped);
+	struct pfs_origin *o = make("http://h/", NULL);
+	assert_int_equal(o->ops->list(o, collect, &l), 0);
+	assert_string_equal(l.text, "a|0|1234|5|-\nc|0|3000000|6|\"c\"\nd|0|1000|7|-\n"
+				    "e|0|7|" T1_S "|-\n");
+	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 1);
+	destroy(o);
+
+	/* 404 and 403 are skips too: 2 of 4 HEADs failed, not more than half. */
+	h[1].rc = -ENOENT;
+	h[3].rc = -EACCES;
+	memset(&l, 0, sizeof(l));
+	o = make("http://h/", NULL);
+	assert_int_equal(o->ops->list(o, collect, &l), 0);
+	assert_string_equal(l.text, "a|0|1234|5|-\nc|0|3000000|6|\"c\"\ne|0|7|" T1_S "|-\n");
+	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 3);
+	destroy(o);
+
+	/* 3 of 4: the crawl fails, nothing is listed or counted. */
+	h[0].rc = -EIO;
+	memset(&l, 0, sizeof(l));
+	o = make("http://h/", NULL);
+	assert_int_equal(o->ops->list(o, collect, &l), -EIO);
+	assert_int_equal(l.n, 0);
+	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 3);
+	destroy(o);
+
+	/* ENOMEM fails the crawl at once. */
+	h[0].rc = 0;
+	h[1].rc = -ENOMEM;
+	h[3].rc = 0;
+	o = make("http://h/", NULL);
+	assert_int_equal(o->ops->list(o, collect, &l), -ENOMEM);
+	destroy(o);
+	assert_int_equal(unexpected, 0);
+}
+
+/* 1000 files without exact sizes, all of whose HEADs fail: the crawl stops
+ * soon after SKIP_EARLY skips instead of sending every HEAD. */
+static void test_head_failures_stop_early(void **state)
+{
+	(void)state;
+	enum { NF = 1000 };
+	static char page[NF * 40], urls[NF][24];
+	static struct fake_head h[NF + 1];
+	size_t o = 0;
+	for (int i = 0; i < NF; i++) {
+		o += (size_t)snprintf(page + o, sizeof(page) - o,
+				      "<a href=\"f%04d\">f</a> 1.5K\n", i);
+		snprintf(urls[i], sizeof(urls[i]), "http://h/f%04d", i);
+		h[i] = (struct fake_head){urls[i], -EIO, 0, 0, NULL, 0};
+	}
+	h[NF] = (struct fake_head){NULL, 0, 0, 0, NULL, 0};
+	struct fake_get g[] = {
+		{"http://h/prestofs.manifest", -ENOENT, NULL, 0},
+		{"http://h/", 0, page, 0},
+		{NULL, 0, NULL, 0},
+	};
+	struct listed l = {.text = ""};
+
+	setup_fakes(g, h);
+	struct pfs_origin *org = make("http://h/", NULL);
+	assert_int_equal(org->ops->list(org, collect, &l), -EIO);
+	assert_int_equal(l.n, 0);
+	int sent = 0;
+	for (int i = 0; i < NF; i++)
+		sent += h[i].count;
+	/* SKIP_EARLY, plus at most one in flight per other crawl thread. */
+	assert_true(sent >= 64);
+	assert_true(sent < 64 + 32);
+	destroy(org);
 	assert_int_equal(unexpected, 0);
 }
 
@@ -390,6 +495,8 @@ int main(void)
 		cmocka_unit_test(test_manifest_fallbacks),
 		cmocka_unit_test(test_explicit_manifest),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_head_failures),
+		cmocka_unit_test(test_head_failures_stop_early),
 		cmocka_unit_test(test_bad_urls),
 	};
 

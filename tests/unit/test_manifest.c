@@ -124,7 +124,7 @@ static void test_parse_basic(void **state)
 	const char *m = MAGIC
 		"a.txt\t5\t1700000000\t\"abc\"\n"
 		"dir/\t0\t1600000000\t-\n"
-		"dir/sub/f\t18446744073709551615\t-5\tW/\"x y\"\n"
+		"dir/sub/f\t4611686018427387904\t-5\tW/\"x y\"\n"
 		"z\t0\t0\t-\n";
 	assert_int_equal(parse_str(m, &r, err, sizeof(err)), 0);
 	assert_string_equal(err, "");
@@ -141,7 +141,7 @@ static void test_parse_basic(void **state)
 	assert_int_equal(r.e[1].size, 0);
 	assert_false(r.e[1].has_etag); /* "-" means none */
 	assert_string_equal(r.e[2].path, "dir/sub/f");
-	assert_true(r.e[2].size == UINT64_MAX);
+	assert_true(r.e[2].size == PFS_FILE_SIZE_MAX);
 	assert_true(r.e[2].mtime == -5);
 	assert_string_equal(r.e[2].etag, "W/\"x y\"");
 	assert_string_equal(r.e[3].path, "z");
@@ -271,7 +271,9 @@ static void test_reject_fields(void **state)
 	FAILS(MAGIC "a\t1K\t2\t-\n", 2, "invalid size", 0);
 	FAILS(MAGIC "a\t0x10\t2\t-\n", 2, "invalid size", 0);
 	FAILS(MAGIC "a\t1.5\t2\t-\n", 2, "invalid size", 0);
-	FAILS(MAGIC "a\t18446744073709551616\t2\t-\n", 2, "invalid size", 0);
+	/* Past UINT64_MAX: too large, not merely invalid. */
+	FAILS(MAGIC "a\t18446744073709551616\t2\t-\n", 2,
+	      "size 18446744073709551616 too large (max 2^62)", 0);
 	/* Mtime. */
 	FAILS(MAGIC "a\t1\t\t-\n", 2, "invalid mtime", 0);
 	FAILS(MAGIC "a\t1\t-\t-\n", 2, "invalid mtime", 0);
@@ -299,6 +301,35 @@ static void test_reject_fields(void **state)
 	char err[128];
 	assert_int_equal(parse_str(m, &r, err, sizeof(err)), 0);
 	assert_int_equal(strlen(r.e[0].etag), PFS_ETAG_MAX - 1);
+}
+
+/* Sizes no origin can hold (above 2^62, see PFS_FILE_SIZE_MAX) are
+ * refused with the line and the size named; 2^62 itself is accepted. */
+static void test_reject_huge_sizes(void **state)
+{
+	(void)state;
+	assert_true(PFS_FILE_SIZE_MAX == 4611686018427387904ull);
+	FAILS(MAGIC "a\t1\t2\t-\nbig\t18446744073709551615\t2\t-\n", 3,
+	      "manifest line 3: size 18446744073709551615 too large (max 2^62)", 1);
+	FAILS(MAGIC "big\t9223372036854775808\t2\t-\n", 2,
+	      "manifest line 2: size 9223372036854775808 too large (max 2^62)", 0);
+	FAILS(MAGIC "big\t9223372036854775807\t2\t-\n", 2, "too large", 0);
+	FAILS(MAGIC "big\t4611686018427387905\t2\t-\n", 2, "too large", 0);
+	FAILS(MAGIC "big\t99999999999999999999999\t2\t-\n", 2, "too large", 0);
+	const char *edge = MAGIC "edge\t4611686018427387904\t2\t-\n";
+	struct rec r = {0};
+	char err[128] = "";
+	assert_int_equal(parse_str(edge, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.n, 1);
+	assert_true(r.e[0].size == PFS_FILE_SIZE_MAX);
+	/* Through the file table too (it refuses the same sizes itself). */
+	struct pfs_ftable *ft = pfs_ftable_create();
+	assert_non_null(ft);
+	assert_int_equal(pfs_manifest_parse(edge, strlen(edge), pfs_ftable_add, ft, err,
+					    sizeof(err)), 0);
+	assert_int_equal(pfs_ftable_finish(ft), 0);
+	assert_true(pfs_ftable_total_bytes(ft) == PFS_FILE_SIZE_MAX);
+	pfs_ftable_destroy(ft);
 }
 
 static void test_reject_nul_and_long_lines(void **state)
@@ -422,7 +453,7 @@ static void test_round_trip(void **state)
 		{"dir", 1, 0, 1600000000, NULL, NULL},
 		{"dir/empty-etag", 0, 0, 0, "", NULL},
 		{"dir/neg", 0, 1, -86400, "W/\"weak\"", "W/\"weak\""},
-		{"dir/huge", 0, UINT64_MAX, INT64_MAX, "e", "e"},
+		{"dir/huge", 0, PFS_FILE_SIZE_MAX, INT64_MAX, "e", "e"},
 		{"dir/old", 0, 7, INT64_MIN, "x", "x"},
 		{"only/dir", 1, 99, 5, "ignored-etag", "ignored-etag"},
 		{"sp ace/caf\xc3\xa9.txt", 0, 42, 42, "-", NULL},
@@ -467,7 +498,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(pfs_ftable_lookup(ft, d, "huge", &node), 0);
 	struct pfs_fnode info;
 	assert_int_equal(pfs_ftable_get(ft, node, &info), 0);
-	assert_true(info.size == UINT64_MAX);
+	assert_true(info.size == PFS_FILE_SIZE_MAX);
 	pfs_ftable_destroy(ft);
 	free(buf);
 }
@@ -483,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_reject_magic),
 		cmocka_unit_test(test_reject_paths),
 		cmocka_unit_test(test_reject_fields),
+		cmocka_unit_test(test_reject_huge_sizes),
 		cmocka_unit_test(test_reject_nul_and_long_lines),
 		cmocka_unit_test(test_duplicates_via_ftable),
 		cmocka_unit_test(test_implicit_then_explicit_dir_via_ftable),
