@@ -15,6 +15,7 @@ struct slot {
 	uint64_t until_ns; /* 0: free */
 	int err;
 	unsigned streak;   /* consecutive failures */
+	int taken;         /* a transient entry's one answer was given */
 };
 
 struct pfs_failmem {
@@ -61,17 +62,37 @@ static struct slot *find(struct pfs_failmem *m, uint64_t key)
 	return NULL;
 }
 
-int pfs_failmem_check(struct pfs_failmem *m, uint64_t key, uint64_t now_ns)
+/* Lock held. Frees a slot. */
+static void drop(struct pfs_failmem *m, struct slot *s)
+{
+	*s = (struct slot){0};
+	__atomic_sub_fetch(&m->used, 1, __ATOMIC_RELAXED);
+}
+
+static int lookup(struct pfs_failmem *m, uint64_t key, uint64_t now_ns, int take)
 {
 	if (!__atomic_load_n(&m->used, __ATOMIC_RELAXED))
 		return 0;
 	int rc = 0;
 	pthread_mutex_lock(&m->lock);
 	struct slot *s = find(m, key);
-	if (s && now_ns < s->until_ns)
+	if (s && now_ns < s->until_ns && !s->taken) {
 		rc = s->err;
+		if (take && s->err == -EIO)
+			s->taken = 1; /* the one retry it answers */
+	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
+}
+
+int pfs_failmem_take(struct pfs_failmem *m, uint64_t key, uint64_t now_ns)
+{
+	return lookup(m, key, now_ns, 1);
+}
+
+int pfs_failmem_check(struct pfs_failmem *m, uint64_t key, uint64_t now_ns)
+{
+	return lookup(m, key, now_ns, 0);
 }
 
 void pfs_failmem_note(struct pfs_failmem *m, uint64_t key, int err, uint64_t now_ns)
@@ -104,14 +125,17 @@ void pfs_failmem_note(struct pfs_failmem *m, uint64_t key, int err, uint64_t now
 	 * per deadline. */
 	if (now_ns >= s->until_ns || s->err != err)
 		s->streak++;
-	/* Transient failures cap lower: when the origin comes back, a file
-	 * is tried again within PFS_FAILMEM_TRANSIENT_MAX_S. */
-	uint64_t max = (uint64_t)(permanent ? PFS_FAILMEM_MAX_S : PFS_FAILMEM_TRANSIENT_MAX_S) * SEC;
-	uint64_t d = (uint64_t)(permanent ? PFS_FAILMEM_PERMANENT_S : PFS_FAILMEM_TRANSIENT_S) * SEC;
+	uint64_t max = (uint64_t)PFS_FAILMEM_MAX_S * SEC;
+	uint64_t d = (uint64_t)PFS_FAILMEM_PERMANENT_S * SEC;
 	for (unsigned i = 1; i < s->streak && d < max; i++)
 		d *= 2;
 	if (d > max)
 		d = max;
+	if (!permanent) { /* see failmem.h: one answer, soon */
+		d = (uint64_t)PFS_FAILMEM_TRANSIENT_S * SEC;
+		s->until_ns = 0;
+	}
+	s->taken = 0;
 	s->err = err;
 	if (now_ns + d > s->until_ns)
 		s->until_ns = now_ns + d;
@@ -124,10 +148,8 @@ void pfs_failmem_clear(struct pfs_failmem *m, uint64_t key)
 		return;
 	pthread_mutex_lock(&m->lock);
 	struct slot *s = find(m, key);
-	if (s) {
-		*s = (struct slot){0};
-		__atomic_sub_fetch(&m->used, 1, __ATOMIC_RELAXED);
-	}
+	if (s)
+		drop(m, s);
 	pthread_mutex_unlock(&m->lock);
 }
 

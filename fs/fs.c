@@ -18,7 +18,7 @@
 #include "ctl.h"
 #include "fs.h"
 #include "fs_int.h"
-#include "ftable.h"
+#include "../catalog/ftable.h"
 #include "order.h"
 #include "views.h"
 #include "../prefetch/prefetch.h"
@@ -322,10 +322,11 @@ static int fill_from_ssd(struct fill_ctx *c, const char *path, void *buf, size_t
 }
 
 /* Fetches a block from the origin and checks it against the file's pinned
- * validator. The first answer to come back pins it (compare-and-set);
- * an answer of another version is never served nor cached: it is asked
- * once more (another replica may answer, now with If-Match), then the
- * read fails. */
+ * validator. The first answer to come back pins it (compare-and-set). An
+ * answer of another version is never served nor cached: the origin asks
+ * once more itself when the validator differs from one it was given;
+ * here, a fill that lost the race to pin (it started before any pin) asks
+ * once more with the winner's validator (If-Match), then fails. */
 static int fill_from_origin(struct fill_ctx *c, const char *path, void *buf, size_t len,
 			    char *v)
 {
@@ -333,13 +334,13 @@ static int fill_from_origin(struct fill_ctx *c, const char *path, void *buf, siz
 	for (int attempt = 0; attempt < 2; attempt++) {
 		pfs_ftable_etag(c->fs->ft, c->node, v);
 		rc = pfs_origin_read(c->fs->origin, path, c->size, c->off, len, buf, v);
-		if (rc == 0)
-			rc = pfs_ftable_set_etag(c->fs->ft, c->node, v);
+		if (rc < 0)
+			break;
+		rc = pfs_ftable_set_etag(c->fs->ft, c->node, v);
 		if (rc != -ESTALE)
 			break;
-		if (attempt == 0)
-			pfs_debug("'%s' at %llu: another version came back; asking again", path,
-				  (unsigned long long)c->off);
+		pfs_debug("'%s' at %llu: another version won the pin; asking again", path,
+			  (unsigned long long)c->off);
 	}
 	if (rc == 0 && !strcmp(v, PFS_VALIDATOR_NONE) &&
 	    !__atomic_exchange_n(&c->fs->warned_no_validator, 1, __ATOMIC_RELAXED))
@@ -361,7 +362,7 @@ int  pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	if (c->fs->ssd && fill_from_ssd(c, path, buf, len) == 0)
 		return 0;
 	/* A file that just failed fails again at once (see failmem.h). */
-	rc = pfs_failmem_check(c->fs->failed, c->node, pfs_clock_ns());
+	rc = pfs_failmem_take(c->fs->failed, c->node, pfs_clock_ns());
 	if (rc < 0)
 		return rc;
 	rc = fill_from_origin(c, path, buf, len, v);
@@ -682,9 +683,10 @@ int pfs_fs_prefetch_cached(void *ctx, uint64_t obj, uint64_t blk)
 	uint32_t node = PFS_PREFETCH_NODE(obj);
 	uint64_t ino = PFS_PREFETCH_VIEW(obj) ?
 		       pfs_fsi_view_ino(PFS_PREFETCH_VIEW(obj) - 1, node) : (uint64_t)node + 1;
-	/* A file the origin just failed is skipped like a cached one. */
-	return pfs_bcache_contains(fs->cache, ino, blk) ||
-	       pfs_failmem_check(fs->failed, node, pfs_clock_ns()) < 0;
+	/* A file the origin just failed is skipped whole. */
+	if (pfs_failmem_check(fs->failed, node, pfs_clock_ns()) < 0)
+		return PFS_PREFETCH_SKIP_OBJECT;
+	return pfs_bcache_contains(fs->cache, ino, blk) ? PFS_PREFETCH_SKIP_BLOCK : 0;
 }
 
 /* Prefetch while the resident set has room, then into the staging area

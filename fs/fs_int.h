@@ -7,7 +7,7 @@
 #include <sys/types.h>
 #include <fuse_lowlevel.h>
 
-#include "ftable.h"
+#include "../catalog/ftable.h"
 #include "../cache/policy.h"
 
 struct pfs_origin;

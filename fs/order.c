@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "ctl.h"
-#include "ftable.h"
+#include "../catalog/ftable.h"
 #include "order.h"
 #include "views.h"
 #include "../prefetch/prefetch.h"

@@ -17,9 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Room for a validator (ETag or equivalent), NUL included. Longer ETags
- * are rejected as invalid answers. */
-#define PFS_ETAG_MAX 128
+#include "../catalog/listing.h"
 
 struct pfs_origin_opts {
 	const char *manifest; /* -o manifest=URL|PATH, NULL: default place */
@@ -32,14 +30,6 @@ struct pfs_origin_opts {
 	int allow_empty;      /* S3: nothing under the prefix lists as empty
 				 rather than failing with -ENOENT */
 };
-
-/* Called once per listed entry. `path` is relative, '/'-separated, without
- * a leading or trailing '/', already checked by pfs_path_valid(); parents
- * may be implicit (never listed). `etag` may be NULL. The strings are only
- * valid during the call. Returns 0, or a negative errno that stops the
- * listing and is returned by the lister (-EEXIST for a duplicate path). */
-typedef int (*pfs_list_fn)(void *ctx, const char *path, int is_dir,
-			   uint64_t size, int64_t mtime, const char *etag);
 
 struct pfs_origin;
 

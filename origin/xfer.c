@@ -361,6 +361,12 @@ static int check_range(struct req *r, long status, uint64_t size, uint64_t off,
 	} else if (status == 200) {
 		if (off != 0 || len != size)
 			return -EIO; /* server ignores Range: can't serve parts */
+	} else if (status == 416) {
+		/* Content-Range "bytes *\/N": the object has N bytes. */
+		unsigned long long t;
+		if (sscanf(r->content_range, "bytes */%llu", &t) == 1)
+			r->total = t;
+		return -ESTALE;
 	} else if (status == 412) {
 		return -ESTALE; /* If-Match / If-Unmodified-Since refused */
 	} else if (pfs_retry_status(status)) {
@@ -436,7 +442,8 @@ static void log_stale(const char *url, const struct req *r, uint64_t size, long 
 				", origin has %" PRIu64 "; not served", u, size, r->total);
 	else if (status == 416)
 		pfs_log_limited(PFS_LOG_WARN, key, "%s: listed size %" PRIu64
-				", origin has fewer bytes (HTTP 416); not served", u, size);
+				", origin has fewer bytes (HTTP 416 without a size); not served",
+				u, size);
 	else
 		pfs_log_limited(PFS_LOG_WARN, key, "%s: validator changed on the origin "
 				"(pinned %s, now %s); refusing to mix versions", u, pinned,
@@ -455,6 +462,8 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		return rc;
 	struct req r;
 	long status = 0;
+	int stale_retried = 0;
+	char last_err[128] = "no attempt";
 	for (int attempt = 0; attempt <= x->retries; attempt++) {
 		CURL *h = handle_get(x);
 		if (!h) {
@@ -477,15 +486,25 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		handle_put(x, h);
 		if (cc != CURLE_OK && !(r.overflow && cc == CURLE_WRITE_ERROR)) {
 			rc = -EAGAIN;
+			snprintf(last_err, sizeof(last_err), "%s", curl_easy_strerror(cc));
 			char u[256];
 			log_url(url, u, sizeof(u));
-			pfs_log(attempt < x->retries ? PFS_LOG_DEBUG : PFS_LOG_WARN,
-				"GET %s range %s: %s, attempt %d of %d", u, range,
-				curl_easy_strerror(cc), attempt + 1, x->retries + 1);
+			pfs_debug("GET %s range %s: %s, attempt %d of %d", u, range,
+				  last_err, attempt + 1, x->retries + 1);
 		} else if (r.overflow) {
 			rc = -EAGAIN;
+			snprintf(last_err, sizeof(last_err), "more bytes than asked for");
 		} else {
 			rc = check_range(&r, status, size, off, len, etag, got);
+			snprintf(last_err, sizeof(last_err), "HTTP %ld", status);
+			/* Another version, by its validator: once more at once (a
+			 * replica behind a balancer may still have the pinned one).
+			 * A wrong length is the object itself: no retry. */
+			if (rc == -ESTALE && !stale_retried && r.total == size && status != 416) {
+				stale_retried = 1;
+				attempt--;
+				continue;
+			}
 		}
 		if (rc == 0) {
 			if (!etag[0])
@@ -502,6 +521,13 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 	}
 	if (rc == -ESTALE)
 		log_stale(url, &r, size, status, etag, got);
+	else if (rc < 0 && rc != -ENOENT && rc != -EACCES) {
+		char u[256], key[300];
+		log_url(url, u, sizeof(u));
+		snprintf(key, sizeof(key), "getfail:%s", u);
+		pfs_log_limited(PFS_LOG_WARN, key, "GET %s range %s: %s after %d attempts",
+				u, range, last_err, x->retries + 1);
+	}
 out:
 	curl_slist_free_all(hdrs);
 	return rc;
@@ -553,16 +579,20 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 			return -EFBIG;
 		if (cc == CURLE_OK && !ok && !pfs_retry_status(status))
 			return pfs_retry_errno(status);
-		char u[256];
+		char u[256], key[300];
 		log_url(url, u, sizeof(u));
+		snprintf(key, sizeof(key), "simplefail:%s", u);
 		/* The last attempt says why, once: an untrusted certificate or a
 		 * refused connection must not end as a bare EIO. */
-		pfs_log(attempt < x->retries ? PFS_LOG_DEBUG : PFS_LOG_WARN,
-			"%s %s: %s (HTTP %ld), attempt %d of %d",
-			r->kind == REQ_HEAD ? "HEAD" : "GET", u,
-			cc != CURLE_OK ? curl_easy_strerror(cc) :
-			no_length ? "no Content-Length" : "server error", status,
-			attempt + 1, x->retries + 1);
+		const char *what = r->kind == REQ_HEAD ? "HEAD" : "GET";
+		const char *why = cc != CURLE_OK ? curl_easy_strerror(cc) :
+				  no_length ? "no Content-Length" : "server error";
+		if (attempt == x->retries)
+			pfs_log_limited(PFS_LOG_WARN, key, "%s %s: %s (HTTP %ld), attempt %d of %d",
+					what, u, why, status, attempt + 1, x->retries + 1);
+		else
+			pfs_debug("%s %s: %s (HTTP %ld), attempt %d of %d", what, u, why, status,
+				  attempt + 1, x->retries + 1);
 		if (attempt < x->retries)
 			backoff(attempt + 1, r->retry_after);
 	}

@@ -15,7 +15,7 @@
 
 #include "prefetch.h"
 #include "../cache/epoch.h"
-#include "../fs/ftable.h"
+#include "../catalog/ftable.h"
 #include "../util/clock.h"
 
 #define RA_QUEUE 1024
@@ -61,6 +61,10 @@ struct pfs_prefetch {
 	/* The object whose blocks are being issued (order or background). */
 	uint64_t cur_obj;
 	uint64_t cur_blk, cur_nblk;
+	/* Block 0 of a multi-block cur_obj is in flight alone: its other
+	 * blocks wait until it succeeds (a file the origin cannot serve, say
+	 * one listed at 2^40 bytes, costs one request, not one per worker). */
+	int cur_probing;
 	/* Order hints. */
 	uint64_t *order;        /* objects, in order */
 	size_t order_n, order_cap, order_next;
@@ -173,8 +177,14 @@ static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_
 static int next_work(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_t *len)
 {
 	for (unsigned skipped = 0; next_item(p, obj, blk, len); skipped++) {
-		if (!p->o.cached || !p->o.cached(p->o.ctx, *obj, *blk))
+		int c = p->o.cached ? p->o.cached(p->o.ctx, *obj, *blk) : 0;
+		if (!c)
 			return 1;
+		if (*obj == p->cur_obj) {
+			p->cur_probing = 0; /* a block in RAM, or nothing to probe */
+			if (c == PFS_PREFETCH_SKIP_OBJECT)
+				p->cur_blk = p->cur_nblk;
+		}
 		p->st.skipped_cached++;
 		if (skipped == 4096)
 			return 0; /* bound the time under the lock; resume later */
@@ -200,10 +210,13 @@ static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_
 		return 1;
 	}
 	for (;;) {
+		if (p->cur_probing)
+			return 0; /* the probe's worker resumes the file */
 		if (p->cur_blk < p->cur_nblk) {
 			uint64_t size = file_size(p, PFS_PREFETCH_NODE(p->cur_obj), &is_dir);
 			*obj = p->cur_obj;
 			*blk = p->cur_blk++;
+			p->cur_probing = *blk == 0 && p->cur_nblk > 1;
 			/* A view is one item; its source size stands for its size. */
 			*len = PFS_PREFETCH_VIEW(*obj) ? (size_t)(size < p->o.block_size ? size : p->o.block_size)
 						       : block_len(p, size, *blk);
@@ -277,6 +290,10 @@ static int step(struct pfs_prefetch *p)
 		p->st.bytes += len;
 		p->err_streak = 0;
 		p->err_until = 0;
+		if (obj == p->cur_obj && blk == 0 && p->cur_probing) {
+			p->cur_probing = 0;
+			pthread_cond_signal(&p->wake); /* the rest of the file */
+		}
 	} else {
 		/* A file that failed is not worth its other blocks (a listing
 		 * that says 2^62 bytes would mean 2^42 requests), and a broken
@@ -285,6 +302,8 @@ static int step(struct pfs_prefetch *p)
 		p->st.errors++;
 		if (obj == p->cur_obj)
 			p->cur_blk = p->cur_nblk;
+		if (obj == p->cur_obj && blk == 0)
+			p->cur_probing = 0;
 		double d = ERR_BACKOFF_MIN;
 		for (unsigned i = 0; i < p->err_streak && d < ERR_BACKOFF_MAX; i++)
 			d *= 2;
@@ -474,6 +493,7 @@ void pfs_prefetch_order_begin(struct pfs_prefetch *p)
 	p->order_unknown = 0;
 	p->order_active = p->order_index != NULL;
 	p->cur_nblk = p->cur_blk = 0; /* drop the background file in progress */
+	p->cur_probing = 0;
 	pthread_mutex_unlock(&p->lock);
 }
 

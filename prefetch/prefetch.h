@@ -18,6 +18,12 @@
  * policy decides where a prefetched block goes (resident set while it has
  * room, else the staging area).
  *
+ * A file of several blocks starts with block 0 alone; its other blocks
+ * follow once that succeeded. A failed fetch drops the rest of its file
+ * and pauses all background work (50 ms, doubling to 5 s while failures
+ * repeat), so a broken origin sees no more requests from an idle mount
+ * than from a busy one.
+ *
  * Demand reads never wait behind this queue: they are served on FUSE
  * threads; the prefetcher has its own `workers` threads, each with at most
  * one fetch in flight. Thread-safe.
@@ -46,9 +52,13 @@ typedef int (*pfs_prefetch_fetch_fn)(void *ctx, uint64_t obj, uint64_t blk, size
 /* 1 if the cache has room for `len` more prefetched bytes, given that
  * `inflight` bytes of prefetches are being fetched now. */
 typedef int (*pfs_prefetch_room_fn)(void *ctx, uint64_t len, uint64_t inflight);
-/* 1 if block `blk` of `obj` is already in RAM (or being fetched): the
- * scheduler skips it without waking a worker. May be NULL. Called with
- * the scheduler's lock held: must not call back into the prefetcher. */
+/* 0 to fetch block `blk` of `obj`; PFS_PREFETCH_SKIP_BLOCK if it is
+ * already in RAM (or being fetched): the scheduler skips it without
+ * waking a worker; PFS_PREFETCH_SKIP_OBJECT to skip all of `obj` (the
+ * origin just failed it). May be NULL. Called with the scheduler's lock
+ * held: must not call back into the prefetcher. */
+#define PFS_PREFETCH_SKIP_BLOCK 1
+#define PFS_PREFETCH_SKIP_OBJECT 2
 typedef int (*pfs_prefetch_cached_fn)(void *ctx, uint64_t obj, uint64_t blk);
 
 struct pfs_prefetch_opts {

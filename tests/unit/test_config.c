@@ -20,8 +20,8 @@
 #include <fuse_lowlevel.h>
 #include <cmocka.h>
 
-#include "../../fs/config.h"
-#include "../../fs/options.h"
+#include "../../tools/config.h"
+#include "../../tools/options.h"
 
 static char dir[PATH_MAX];   /* temporary directory */
 static char mnt[PATH_MAX + 16];   /* a mountpoint inside it */

@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "../../fs/ftable.h"
+#include "../../catalog/ftable.h"
 #include "../../origin/origin.h"
 
 static struct pfs_ftable *new_table(void)

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "../../origin/manifest.h"
-#include "../../fs/ftable.h"
+#include "../../catalog/ftable.h"
 
 #define MAGIC PFS_MANIFEST_MAGIC "\n"
 

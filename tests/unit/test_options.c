@@ -17,7 +17,7 @@
 #include <fuse_lowlevel.h>
 #include <cmocka.h>
 
-#include "../../fs/options.h"
+#include "../../tools/options.h"
 
 /* Real path of the temporary mountpoint, and a spelling of it that
  * realpath() has to clean up. */

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "cache/epoch.h"
-#include "fs/ftable.h"
+#include "catalog/ftable.h"
 #include "prefetch/prefetch.h"
 
 #define BS 1024

@@ -15,14 +15,14 @@
 #include <time.h>
 #include <fuse_lowlevel.h>
 
-#include "fs.h"
-#include "ftable.h"
+#include "../fs/fs.h"
+#include "../catalog/ftable.h"
 #include "options.h"
 #include "profile.h"
-#include "views.h"
+#include "../fs/views.h"
 #include "../cache/bcache.h"
 #include "../cache/ssd.h"
-#include "ctl.h"
+#include "../fs/ctl.h"
 #include "../origin/manifest.h"
 #include "../origin/origin.h"
 #include "../cache/epoch.h"

@@ -15,8 +15,7 @@
 #include <xxhash.h>
 
 #include "ftable.h"
-#include "../origin/origin.h"
-#include "../origin/manifest.h"
+#include "listing.h"
 #include "../util/log.h"
 
 #define F_DIR 1u

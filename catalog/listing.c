@@ -1,0 +1,28 @@
+/* listing.c - see listing.h. */
+#include <string.h>
+
+#include "listing.h"
+
+int pfs_path_valid(const char *path)
+{
+	size_t len = strlen(path);
+	if (len == 0 || len > 4095 || path[0] == '/' || path[len - 1] == '/')
+		return 0;
+	const char *c = path;
+	while (*c) {
+		const char *slash = strchr(c, '/');
+		size_t n = slash ? (size_t)(slash - c) : strlen(c);
+		if (n == 0 || n > 255 || (n == 1 && c[0] == '.') ||
+		    (n == 2 && c[0] == '.' && c[1] == '.'))
+			return 0;
+		for (size_t i = 0; i < n; i++) {
+			unsigned char ch = (unsigned char)c[i];
+			if (ch < 0x20 || ch == 0x7f)
+				return 0;
+		}
+		c += n;
+		if (*c == '/')
+			c++;
+	}
+	return 1;
+}
