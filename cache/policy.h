@@ -2,7 +2,7 @@
  * preferences, and their parsing (shared by the cache and the options).
  *
  * The enums are guarded by PFS_POLICY_ENUMS so that one definition exists
- * whichever header is included first: fs/options.h should include this
+ * whichever header is included first: tools/options.h should include this
  * header rather than define its own.
  *
  *   lru    classic least-recently-used; for comparison.

@@ -3,7 +3,7 @@
  * An INI file read with libinih: [section] headers, `key = value` lines,
  * whole-line comments starting with ';' or '#', inline comments after
  * whitespace and ';' only. The keys are those of the option table
- * (fs/options.h), each in its own section; values go through
+ * (tools/options.h), each in its own section; values go through
  * pfs_opts_set() exactly as -o values do.
  *
  * Runs at startup, on one thread.

@@ -1,7 +1,7 @@
 /* options.c - see options.h.
  *
  * The table below is the one list of keys: -o, the configuration file
- * (fs/config.c), the help text's order and the bits of cmdline_keys all
+ * (tools/config.c), the help text's order and the bits of cmdline_keys all
  * follow it. A value is parsed into locals first and stored only when it
  * is valid, so a failed pfs_opts_set() leaves the options as they were.
  */

@@ -1,7 +1,7 @@
 /* options.h - the command line and the table of configuration keys.
  *
  * One flat namespace of keys: the same key means the same thing in
- * `-o key=value` and in the configuration file (fs/config.h), and both go
+ * `-o key=value` and in the configuration file (tools/config.h), and both go
  * through pfs_opts_set(). Each key belongs to one section of the file
  * ([origin], [cache], [prefetch], [mount]); key names are unique across
  * sections. Defaults live in pfs_opts_init(); validation of each value

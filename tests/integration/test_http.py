@@ -242,3 +242,29 @@ def test_https_origin(dataset, tmp_path, nginx, mount, prestofs_bin):
     with pytest.raises(MountError) as e:
         untrusted.start()
     assert "certificate" in str(e.value), str(e.value)  # says why, not just EIO
+
+
+def test_url_password_never_shown(dataset, tmp_path, nginx, mount):
+    """https://user:pass@host/ style origins: the password reaches curl but
+    not /proc/mounts (fsname), the daemon's log or the stats. The origin is
+    made to fail once (a missing file) so an error line is logged too."""
+    src = tmp_path / "served"
+    shutil.copytree(dataset, src, copy_function=shutil.copy2)
+    write_manifest(src)
+    ng = nginx(src, autoindex=False)
+    secret = "Pa55-s3cret-word"
+    url = ng.url.replace("http://", f"http://alice:{secret}@")
+    m = mount(url, {"timeout": 2, "retries": 0})
+    victim = sorted(list_files(src))[0]
+    (src / victim).unlink()  # listed, now 404
+    with pytest.raises(OSError):
+        read_all(m.path / victim)
+    with open("/proc/mounts", encoding="utf-8") as f:
+        mounts = f.read()
+    entry = [l for l in mounts.splitlines() if str(m.path) in l]
+    assert entry and "127.0.0.1" in entry[0], entry
+    assert secret not in mounts and "alice" not in entry[0]
+    stats = (m.path / ".prestofs" / "stats").read_text()
+    assert secret not in stats
+    m.check_stop()
+    assert secret not in m.stderr_text(10**7)

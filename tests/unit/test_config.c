@@ -1,4 +1,4 @@
-/* test_config.c - fs/config.h: the configuration file (-o config=PATH).
+/* test_config.c - tools/config.h: the configuration file (-o config=PATH).
  *
  * Files are written into a temporary directory. Most tests call
  * pfs_config_load() directly; precedence and the command line go through

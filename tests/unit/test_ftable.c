@@ -1,4 +1,4 @@
-/* test_ftable.c - fs/ftable.h: building the namespace (implicit parents,
+/* test_ftable.c - catalog/ftable.h: building the namespace (implicit parents,
  * late directory declarations, duplicates), queries after finish, path
  * reconstruction, validators and the memory bound per entry. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* test_options.c - fs/options.h: defaults, every key through
+/* test_options.c - tools/options.h: defaults, every key through
  * pfs_opts_set(), and command lines in both the mount order
  * (-o a,b ORIGIN MNT) and mount.fuse3's order (ORIGIN MNT -o a,b); the
  * configuration file (-o config=) is tested in test_config.c. The
