@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "bcache.h"
+#include "bufpool.h"
 #include "../util/stats.h"
 
 #define MIN_SHARD_BLOCKS 128
@@ -171,7 +172,7 @@ void pfs_bcache_destroy(struct pfs_bcache *c)
 				struct pfs_block *next = e->hnext;
 				if (e->place != NOWHERE)
 					pfs_stat_sub(ram_bytes, e->len);
-				free(e->data);
+				pfs_bufpool_free(e->data, e->len);
 				free(e);
 				e = next;
 			}
@@ -378,7 +379,7 @@ static void free_chain(struct pfs_block *e)
 {
 	while (e) {
 		struct pfs_block *next = e->hnext;
-		free(e->data);
+		pfs_bufpool_free(e->data, e->len);
 		free(e);
 		e = next;
 	}
@@ -418,7 +419,7 @@ static int get_found(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 	int last = --e->refs == 0;
 	pthread_mutex_unlock(&s->lock);
 	if (last) {
-		free(e->data);
+		pfs_bufpool_free(e->data, e->len);
 		free(e);
 	}
 	return err;
@@ -452,7 +453,7 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	else
 		pfs_stat_add(ram_misses, 1);
 
-	int rc = (e->data = malloc(len ? len : 1)) ? fill(ctx, e->data, len) : -ENOMEM;
+	int rc = (e->data = pfs_bufpool_alloc(len)) ? fill(ctx, e->data, len) : -ENOMEM;
 
 	struct pfs_block *victims = NULL;
 	pthread_mutex_lock(&s->lock);
@@ -484,7 +485,7 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	pthread_mutex_unlock(&s->lock);
 	free_chain(victims);
 	if (free_now) {
-		free(e->data);
+		pfs_bufpool_free(e->data, e->len);
 		free(e);
 	}
 	if (rc == 0)

@@ -33,6 +33,19 @@
  * directory listing at open removes files a crash left outside the index;
  * it is proportional to the number of segments, not of blocks).
  *
+ * Why the lock file of LMDB is allocated here: LMDB maps index.mdb-lock
+ * shared and writable and touches its pages as readers come and go; on a
+ * full file system a page that cannot be allocated is a SIGBUS in whatever
+ * thread touches it, not an error. So it is created with every block
+ * allocated (posix_fallocate) before LMDB opens it. When even that does not
+ * fit, the tier opens read-only (MDB_RDONLY | MDB_NOLOCK: no lock file, safe
+ * because this process then never writes the index and the dir lock keeps
+ * every other process out): stored blocks are served, nothing is stored.
+ *
+ *   open ---> ENABLED ---(write error: ssd_disable)---> DISABLED (writes)
+ *     |---(full disk at open)---> READ-ONLY (index open, no writer)
+ *     `---(read-only dir, full disk and no usable index)---> OFF (no index)
+ *
  * Locks: q_lock (the queue, touches, tickets), seg_lock (fd table),
  * dctx_lock (decompression contexts). None is held across I/O; they never
  * nest.
@@ -56,6 +69,10 @@
 #define DEFAULT_SEGMENT (256ull << 20)
 #define MAP_SIZE (64ull << 30)   /* sparse; about 200 M entries */
 #define MAX_READERS 1024
+/* LMDB 0.9's lock file for MAX_READERS: (maxreaders - 1) MDB_readers and
+ * one MDB_txninfo, each padded to 64-byte cache lines. A larger file only
+ * admits more readers; a smaller one is grown by LMDB (unallocated). */
+#define LOCK_BYTES ((MAX_READERS - 1) * 64ull + 192)
 #define E_CORRUPT (-EBADMSG)     /* internal: the index must be set aside */
 
 /* ---- shared helpers ---- */
@@ -153,14 +170,45 @@ static int take_lock(struct pfs_ssd *s)
 		return e == EWOULDBLOCK ? -EBUSY : -e;
 	}
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n)
+	/* Over the old pid first: on a full disk its block is reused. */
+	if (pwrite(fd, pid, (size_t)n, 0) != n || ftruncate(fd, n))
 		pfs_warn("ssd_dir %s: cannot write the lock's pid: %s", s->dir, strerror(errno));
 	s->lock_fd = fd;
 	return 0;
 }
 
-static int index_open(struct pfs_ssd *s)
+static int no_space(int rc)
 {
+	return rc == -ENOSPC || rc == -EDQUOT;
+}
+
+/* A fresh LMDB lock file with all its blocks allocated (see the top). 0,
+ * or -ENOSPC/-EDQUOT when it does not fit (nothing left behind). Other
+ * failures (no fallocate on this file system) leave it to LMDB: 0. */
+static int lock_file_alloc(struct pfs_ssd *s)
+{
+	char path[4096];
+	int fd, rc;
+
+	ssd_path_in(s, "index.mdb-lock", path);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return no_space(-errno) ? -errno : 0;
+	rc = -posix_fallocate(fd, 0, (off_t)LOCK_BYTES);
+	close(fd);
+	if (!no_space(rc))
+		return 0;
+	unlink(path);
+	return rc;
+}
+
+/* Opens the index: read-write (creating what is missing), or rdonly:
+ * MDB_RDONLY | MDB_NOLOCK, nothing created (-ENOENT when there is no
+ * index to read). */
+static int index_open(struct pfs_ssd *s, int rdonly)
+{
+	unsigned flags = MDB_NOSUBDIR | MDB_NOTLS | MDB_NORDAHEAD;
+	unsigned dbflags = rdonly ? 0 : MDB_CREATE;
 	char path[4096];
 	MDB_envinfo info;
 	MDB_stat st;
@@ -171,15 +219,21 @@ static int index_open(struct pfs_ssd *s)
 	/* We hold dir/lock, so no other process has this env open: LMDB's own
 	 * lock file carries nothing worth keeping, and a stale or foreign one
 	 * (crash, other LMDB build) would only make the open fail. */
-	ssd_path_in(s, "index.mdb-lock", path);
-	unlink(path);
+	if (rdonly) {
+		flags |= MDB_RDONLY | MDB_NOLOCK;
+	} else {
+		ssd_path_in(s, "index.mdb-lock", path);
+		unlink(path);
+		if ((rc = lock_file_alloc(s)))
+			return rc;
+	}
 	ssd_path_in(s, "index.mdb", path);
 	if ((rc = mdb_env_create(&s->env)))
 		return ssd_mdb_err(rc);
 	mdb_env_set_maxdbs(s->env, 4);
 	mdb_env_set_mapsize(s->env, MAP_SIZE);
 	mdb_env_set_maxreaders(s->env, MAX_READERS);
-	rc = mdb_env_open(s->env, path, MDB_NOSUBDIR | MDB_NOTLS | MDB_NORDAHEAD, 0644);
+	rc = mdb_env_open(s->env, path, flags, 0644);
 	if (rc) {
 		rc = ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
 		goto close_env;
@@ -193,12 +247,12 @@ static int index_open(struct pfs_ssd *s)
 		goto close_env;
 	}
 	mdb_reader_check(s->env, NULL);
-	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)))
+	if ((rc = mdb_txn_begin(s->env, NULL, rdonly ? MDB_RDONLY : 0, &txn)))
 		goto translate;
-	if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->db_meta)) ||
-	    (rc = mdb_dbi_open(txn, "blocks", MDB_CREATE, &s->db_blocks)) ||
-	    (rc = mdb_dbi_open(txn, "lru", MDB_CREATE, &s->db_lru)) ||
-	    (rc = mdb_dbi_open(txn, "segs", MDB_CREATE, &s->db_segs))) {
+	if ((rc = mdb_dbi_open(txn, "meta", dbflags, &s->db_meta)) ||
+	    (rc = mdb_dbi_open(txn, "blocks", dbflags, &s->db_blocks)) ||
+	    (rc = mdb_dbi_open(txn, "lru", dbflags, &s->db_lru)) ||
+	    (rc = mdb_dbi_open(txn, "segs", dbflags, &s->db_segs))) {
 		mdb_txn_abort(txn);
 		goto translate;
 	}
@@ -263,8 +317,9 @@ static int meta_set(struct pfs_ssd *s, MDB_txn *txn, const char *name, const voi
 }
 
 /* Reads (or, first use, writes) format, origin and counters. -EINVAL for
- * another origin, E_CORRUPT for another format. */
-static int meta_load(struct pfs_ssd *s)
+ * another origin, E_CORRUPT for another format; rdonly: writes nothing,
+ * -ENOENT for an index never used. */
+static int meta_load(struct pfs_ssd *s, int rdonly)
 {
 	uint64_t fmt = SSD_FORMAT, one = 1, v64;
 	unsigned char kb[8];
@@ -273,10 +328,13 @@ static int meta_load(struct pfs_ssd *s)
 	struct segrec r;
 	int rc;
 
-	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)))
+	if ((rc = mdb_txn_begin(s->env, NULL, rdonly ? MDB_RDONLY : 0, &txn)))
 		return ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
 	rc = meta_get(s, txn, "format", &v);
-	if (rc == MDB_NOTFOUND) {
+	if (rc == MDB_NOTFOUND && rdonly) {
+		rc = -ENOENT;
+		goto abort;
+	} else if (rc == MDB_NOTFOUND) {
 		if ((rc = meta_set(s, txn, "format", &fmt, sizeof(fmt))) ||
 		    (rc = meta_set(s, txn, "next_seq", &one, sizeof(one))) ||
 		    (rc = meta_set(s, txn, "next_seg", &one, sizeof(one))))
@@ -295,7 +353,7 @@ static int meta_load(struct pfs_ssd *s)
 		rc = -EINVAL;
 		goto abort;
 	}
-	if (rc == MDB_NOTFOUND && s->origin_id &&
+	if (rc == MDB_NOTFOUND && s->origin_id && !rdonly &&
 	    (rc = meta_set(s, txn, "origin", s->origin_id, strlen(s->origin_id))))
 		goto abort;
 	s->st_bytes = meta_u64(s, txn, "bytes");
@@ -315,6 +373,10 @@ static int meta_load(struct pfs_ssd *s)
 	if (!s->next_seq || !s->next_seg || s->cur_seg >= s->next_seg) {
 		rc = E_CORRUPT;
 		goto abort;
+	}
+	if (rdonly) {
+		mdb_txn_abort(txn);
+		return 0;
 	}
 	if ((rc = mdb_txn_commit(txn)))
 		return ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
@@ -365,11 +427,30 @@ static int unwritable(int rc)
 	return rc == -EROFS || rc == -EACCES || rc == -EPERM;
 }
 
+/* index_open + meta_load; read-write, a damaged index is set aside once
+ * and replaced by an empty one. 0 (s->env open), or a negative errno
+ * (s->env NULL; -EIO: still damaged). */
+static int open_store(struct pfs_ssd *s, int rdonly)
+{
+	int rc;
+	for (int tries = 0; ; tries++) {
+		rc = index_open(s, rdonly);
+		if (rc == 0 && (rc = meta_load(s, rdonly))) {
+			mdb_env_close(s->env);
+			s->env = NULL;
+		}
+		if (rc != E_CORRUPT || tries || rdonly)
+			break;
+		reset_store(s, "damaged, truncated or of another format");
+	}
+	return rc == E_CORRUPT ? -EIO : rc;
+}
+
 int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 {
 	struct pfs_ssd *s;
 	struct statvfs vfs;
-	int rc, tries;
+	int rc;
 
 	*out = NULL;
 	if (!o || !o->dir || !*o->dir || o->zstd_level < 0 || o->zstd_level > 19 ||
@@ -399,21 +480,7 @@ int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 		rc = -ENOMEM;
 		goto fail;
 	}
-	if ((rc = mkdir_p(s->dir)) || (rc = take_lock(s)))
-		goto early;
-	for (tries = 0; ; tries++) {
-		rc = index_open(s);
-		if (rc == 0 && (rc = meta_load(s))) {
-			mdb_env_close(s->env);
-			s->env = NULL;
-		}
-		if (rc != E_CORRUPT || tries)
-			break;
-		reset_store(s, "damaged, truncated or of another format");
-	}
-	if (rc == E_CORRUPT)
-		rc = -EIO;
-	if (rc)
+	if ((rc = mkdir_p(s->dir)) || (rc = take_lock(s)) || (rc = open_store(s, 0)))
 		goto early;
 	sweep(s);
 	if (o->size) {
@@ -438,7 +505,17 @@ int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 	*out = s;
 	return 0;
 early:
-	if (unwritable(rc)) {
+	if (no_space(rc) && s->lock_fd >= 0) {
+		pfs_warn("ssd_dir %s: the disk is full (%s): SSD tier read-only for this mount "
+			 "(stored blocks are served, nothing new is stored)", s->dir, strerror(-rc));
+		s->disabled = 1;
+		if (open_store(s, 1) == 0)
+			sweep(s); /* crash leftovers: their space comes back */
+		s->budget = o->size ? o->size : s->st_bytes;
+		*out = s;
+		return 0;
+	}
+	if (unwritable(rc) || no_space(rc)) {
 		pfs_warn("ssd_dir %s is not writable (%s): SSD tier disabled for this mount",
 			 s->dir, strerror(-rc));
 		s->disabled = 1;

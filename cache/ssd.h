@@ -21,10 +21,11 @@
  *
  * Failure modes are soft: a full or failing disk (ENOSPC, EROFS, EIO, the
  * directory removed) disables writes once, with one log line, and gets keep
- * serving what is still readable. A read-only directory at open gives a
- * disabled tier (a warning; every get misses), not an error: the mount
- * keeps working from RAM and the origin. A corrupt index is set aside and
- * the tier starts empty.
+ * serving what is still readable. A disk already full at open gives a
+ * read-only tier (a warning; stored blocks are served, puts refused). A
+ * read-only directory at open gives a disabled tier (a warning; every get
+ * misses), not an error: the mount keeps working from RAM and the origin.
+ * A corrupt index is set aside and the tier starts empty.
  *
  * Threads: pfs_ssd_get, pfs_ssd_put, pfs_ssd_flush, pfs_ssd_stats,
  * pfs_ssd_save_listing and pfs_ssd_load_listing may be called by any number

@@ -30,6 +30,7 @@
 #include "../util/log.h"
 #include "../util/clock.h"
 #include "../util/stats.h"
+#include "../util/memtrim.h"
 
 /* `prestofs index`: every directory gets a line of its own (with its
  * mtime), so empty directories survive and directory times are exact. */
@@ -269,6 +270,11 @@ static void daemon_ready(void)
 	ready_fd = -1;
 }
 
+/* Memory (util/memtrim.h): few malloc arenas for a few hundred threads,
+ * and freed pages handed back this often. */
+#define MALLOC_ARENAS 2
+#define MEMTRIM_PERIOD_S 1.0
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "index"))
@@ -276,6 +282,7 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "profile"))
 		return pfs_profile_main(argc, argv);
 
+	pfs_memtrim_init(MALLOC_ARENAS);
 	struct pfs_opts o;
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct pfs_origin *origin = NULL;
@@ -385,12 +392,15 @@ int main(int argc, char **argv)
 	lcfg = fuse_loop_cfg_create();
 	if (!lcfg)
 		goto out_unmount;
+	if (pfs_memtrim_start(MEMTRIM_PERIOD_S) < 0)
+		pfs_warn("memory trimming thread not started: freed memory stays resident");
 	/* Each reader blocked on the origin holds a worker: the default 10
 	 * would cap a 20 ms origin at 500 files/s. */
 	fuse_loop_cfg_set_max_threads(lcfg, (unsigned)o.max_threads);
 	fuse_loop_cfg_set_idle_threads(lcfg, (unsigned)(o.max_threads / 4 + 1));
 	ret = fuse_session_loop_mt(se, lcfg) != 0;
 	fuse_loop_cfg_destroy(lcfg);
+	pfs_memtrim_stop();
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:

@@ -2,7 +2,8 @@
  * and corrupt entries never served, a damaged index replaced by an empty
  * one, the byte budget under concurrent puts (LRU order, EVICT_NONE
  * refusals), the directory lock, the origin check, zstd and AUTO, the
- * listing, a disappearing directory, and a kill -9 in mid-stream.
+ * listing, a disappearing directory, a kill -9 in mid-stream, and a full
+ * disk (a tmpfs of the test's own: skipped where none can be mounted).
  *
  * No sleeps: pfs_ssd_flush() returns once everything queued is durable.
  * Each test works in its own mkdtemp() directory, removed at the end. */
@@ -18,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -647,6 +650,136 @@ static void test_crash(void **state)
 	}
 }
 
+/* Takes every free block of the file system of dir with the file path. */
+static void fill_disk(const char *path)
+{
+	static const unsigned char zero[BS];
+	struct statvfs v;
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	assert_true(fd >= 0);
+	while (write(fd, zero, sizeof(zero)) == (ssize_t)sizeof(zero))
+		;
+	assert_int_equal(errno, ENOSPC);
+	close(fd);
+	assert_int_equal(statvfs(path, &v), 0);
+	assert_int_equal(v.f_bavail, 0);
+}
+
+static void tmpfs_path(struct fx *f, char *buf, const char *name)
+{
+	snprintf(buf, 128, "%s/tmpfs%s%s", f->dir, *name ? "/" : "", name);
+}
+
+static int teardown_tmpfs(void **state)
+{
+	struct fx *f = *state;
+	char mnt[128];
+	pfs_ssd_close(f->s);
+	f->s = NULL;
+	tmpfs_path(f, mnt, "");
+	umount2(mnt, MNT_DETACH);
+	return teardown(state);
+}
+
+/* The disk is full: when the tier opens (LMDB maps its lock file: an
+ * unallocated page there would be a SIGBUS), and when the tier fills it
+ * itself. Never a crash, never an open error, never a wrong byte; what is
+ * stored stays readable on a full disk. */
+static void test_full_disk(void **state)
+{
+	struct fx *f = *state;
+	char mnt[128], ssd[128], filler[128];
+	unsigned char buf[BS] = { 0 };
+	struct pfs_ssd_stats st;
+	int present = 0;
+
+	tmpfs_path(f, mnt, "");
+	tmpfs_path(f, ssd, "ssd");
+	tmpfs_path(f, filler, "filler");
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0700"))
+		skip(); /* not root */
+	f->o.dir = ssd; /* the budget (64 MiB) is far over the disk */
+
+	/* A new tier on a full disk: read-only and empty. */
+	fill_disk(filler);
+	assert_int_equal(pfs_ssd_open(&f->o, &f->s), 0);
+	st = stats(f);
+	assert_int_equal(st.disabled, 1);
+	assert_int_equal(pfs_ssd_put(f->s, "a", 0, 1, NULL, buf, BS), -EAGAIN);
+	assert_int_equal(get_check(f, "a", 0, 1, BS), -ENOENT);
+	assert_int_equal(pfs_ssd_save_listing(f->s, "x", 1), -EROFS);
+
+	/* Room again: it stores. Full again: what it holds is served. */
+	assert_int_equal(unlink(filler), 0);
+	reopen(f);
+	assert_int_equal(stats(f).disabled, 0);
+	for (int i = 0; i < 20; i++)
+		put_pattern(f, "kept.bin", (uint64_t)i, 3, BS);
+	pfs_ssd_flush(f->s);
+	assert_int_equal(stats(f).entries, 20);
+	pfs_ssd_close(f->s);
+	f->s = NULL;
+	/* Full, the lock file's blocks kept for the next open: read-write,
+	 * and the first write turns writes off. */
+	fill_disk(filler);
+	assert_int_equal(pfs_ssd_open(&f->o, &f->s), 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(get_check(f, "kept.bin", (uint64_t)i, 3, BS), 0);
+	pfs_ssd_put(f->s, "new", 0, 3, NULL, buf, BS);
+	pfs_ssd_flush(f->s);
+	st = stats(f);
+	assert_int_equal(st.disabled, 1);
+	assert_int_equal(st.entries, 20);
+	pfs_ssd_close(f->s);
+	f->s = NULL;
+	/* Full, and not even room for the lock file: read-only. */
+	assert_int_equal(unlink(filler), 0);
+	tmpfs_path(f, filler, "ssd/index.mdb-lock");
+	assert_int_equal(unlink(filler), 0);
+	tmpfs_path(f, filler, "filler");
+	fill_disk(filler);
+	assert_int_equal(pfs_ssd_open(&f->o, &f->s), 0);
+	st = stats(f);
+	assert_int_equal(st.disabled, 1);
+	assert_int_equal(st.entries, 20);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(get_check(f, "kept.bin", (uint64_t)i, 3, BS), 0);
+	assert_int_equal(pfs_ssd_put(f->s, "new", 0, 3, NULL, buf, BS), -EAGAIN);
+	assert_int_equal(stats(f).hits, 20);
+
+	/* The tier fills the disk itself: one write error turns writes off;
+	 * every entry is exact, now and after a reopen on the full disk. */
+	pfs_ssd_close(f->s);
+	f->s = NULL;
+	assert_int_equal(unlink(filler), 0);
+	assert_int_equal(pfs_ssd_open(&f->o, &f->s), 0);
+	for (int i = 0; i < 400 && !stats(f).disabled; i++) {
+		unsigned char blk[4 * BS];
+		fill("fill.bin", (uint64_t)i, blk, sizeof(blk));
+		pfs_ssd_put(f->s, "fill.bin", (uint64_t)i, 4, "\"etag-1\"", blk, sizeof(blk));
+		if (i % 8 == 7)
+			pfs_ssd_flush(f->s);
+	}
+	pfs_ssd_flush(f->s);
+	st = stats(f);
+	assert_int_equal(st.disabled, 1);
+	assert_true(st.write_errors >= 1);
+	for (int round = 0; round < 2; round++) {
+		present = 0;
+		for (int i = 0; i < 400; i++) {
+			int rc = get_check(f, "fill.bin", (uint64_t)i, 4, 4 * BS);
+			assert_true(rc == 0 || rc == -ENOENT);
+			present += rc == 0;
+		}
+		st = stats(f);
+		assert_true(present > 0);
+		assert_int_equal(st.entries - 20, (uint64_t)present);
+		assert_int_equal(st.checksum_failures, 0);
+		reopen(f);
+	}
+}
+
 static void test_bad_opts(void **state)
 {
 	struct fx *f = *state;
@@ -682,6 +815,7 @@ int main(void)
 		T(test_budget_none_threads), T(test_evict_none), T(test_queue_full),
 		T(test_lock), T(test_origin_mismatch), T(test_zstd), T(test_auto),
 		T(test_listing), T(test_dir_vanishes), T(test_crash), T(test_bad_opts),
+		cmocka_unit_test_setup_teardown(test_full_disk, setup, teardown_tmpfs),
 	};
 	pfs_log_set_level(PFS_LOG_ERR);
 	return cmocka_run_group_tests(tests, NULL, NULL);
