@@ -27,7 +27,6 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -159,7 +158,7 @@ def _kill(victim):
     except ProcessLookupError:
         pass
     rc = victim.proc.wait(10)
-    victim._stopped = True
+    victim._stopped = True  # Mount has no kill: what stop() would do, done here
     victim._log.close()
     abort_connection(victim.path)
     subprocess.run(["fusermount3", "-u", "-z", str(victim.path)], capture_output=True,
@@ -304,7 +303,8 @@ def _kill_once(ng, src, sums, files, tmp_path, prestofs_bin, it, delays, want):
 
 def _line(r, fill):
     vs = " ".join(f"v{k}(d={d:.3f} files={v.get('files')} wrong={v.get('wrong')} "
-                  f"committed={v.get('seen')})" for k, (d, v) in enumerate(zip(r["delays"], r["victims"])))
+                  f"committed={v.get('seen')})"
+                  for k, (d, v) in enumerate(zip(r["delays"], r["victims"])))
     a, g = r.get("after", {}), r.get("again", {})
     return (f"kill9 it={r['it']} fill={fill:.3f}s {vs} | remount: entries={a.get('entries')} "
             f"files={a.get('files')} wrong={a.get('wrong')} hits={a.get('hits')} "
