@@ -47,7 +47,7 @@ Counters: injected() per kind; object_stats() per object; requests() the
 log of Req (arrival/end times, Range and If-Match asked, the fault served,
 the status and the ETag sent, whether the Range covered the whole object).
 errors: unexpected exceptions in the proxy (a client that hung up is not
-one; client_aborts counts those).
+one; client_aborts counts those); peak_connections.
 
 Nothing here imports pytest.
 """
@@ -57,6 +57,7 @@ import http.server
 import random
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
@@ -151,7 +152,6 @@ class _Server(http.server.ThreadingHTTPServer):
             super().shutdown_request(request)
 
     def handle_error(self, request, client_address):
-        import sys
         exc = sys.exc_info()[1]
         self.proxy._note_error(exc)
 
@@ -166,6 +166,7 @@ class FaultProxy:
         self.host = host
         self.manifest_gets = 0
         self.client_aborts = 0
+        self.peak_connections = 0  # client connections open at once, at most
         self.errors = []
         self._rates = {}
         self._injected = Counter()
@@ -235,7 +236,8 @@ class FaultProxy:
         out = [f"#{r.seq} +{r.t_start - t0:7.3f}s {r.method} {r.obj} "
                f"range={r.range or '-'} if-match={r.if_match or '-'} {r.kind} -> "
                f"{r.status or 'no answer'} etag={r.etag or '-'} "
-               f"({r.t_end - r.t_start:.3f}s)" for r in rs[-limit:]]
+               + (f"({r.t_end - r.t_start:.3f}s)" if r.t_end else "(in flight)")
+               for r in rs[-limit:]]
         if len(rs) > limit:
             out.insert(0, f"... {len(rs) - limit} earlier requests")
         return "\n".join(out)
@@ -294,6 +296,7 @@ class FaultProxy:
     def _track(self, conn, add):
         with self._lock:
             (self._conns.add if add else self._conns.discard)(conn)
+            self.peak_connections = max(self.peak_connections, len(self._conns))
 
     def _take_rst(self, conn):
         with self._lock:
@@ -493,7 +496,7 @@ def explain_failure(proxy, obj, retries, pin_slack_s=0.05):
     Returns (reason, detail) or None.
     """
     rs = sorted(proxy.requests(obj), key=lambda r: r.t_start)
-    usable = sorted((r for r in rs if r.usable), key=lambda r: r.t_end)
+    usable = sorted((r for r in rs if r.usable and r.t_end), key=lambda r: r.t_end)
     pin = None
     if usable:
         first = [r for r in usable if r.t_end <= usable[0].t_end + pin_slack_s]
