@@ -53,22 +53,18 @@ Nothing here imports pytest.
 """
 import hashlib
 import http.client
-import http.server
 import random
-import socket
-import struct
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from urllib.parse import unquote
+
+from . import httpbase
+from .httpbase import STATUS_FAULTS, send, send_head
 
 MANIFEST_NAME = "prestofs.manifest"
 KINDS = ("500", "503", "429", "reset", "short", "stall", "etag", "range", "trickle")
 RETRY_AFTER = 1
-_STATUS = {"500": (500, "Internal Server Error"), "503": (503, "Service Unavailable"),
-           "429": (429, "Too Many Requests")}
 # Not forwarded either way (RFC 9110 7.6.1), plus what we set ourselves.
 _HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
         "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host"}
@@ -107,18 +103,9 @@ class Req:
         return False
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(httpbase.Handler):
     server_version = "FaultProxy/1"
-    timeout = 60  # an idle keep-alive client connection is dropped after this
-
-    def log_message(self, fmt, *args):  # quiet
-        pass
-
-    def setup(self):
-        super().setup()
-        self.upstream = None
-        self.server.proxy._track(self.connection, True)
+    upstream = None  # this client connection's upstream connection, once opened
 
     def finish(self):
         try:
@@ -128,57 +115,36 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         finally:
             if self.upstream is not None:
                 self.upstream.close()
-            self.server.proxy._track(self.connection, False)
-
-    def do_GET(self):
-        self.server.proxy._serve(self, "GET")
-
-    def do_HEAD(self):
-        self.server.proxy._serve(self, "HEAD")
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
+class _Server(httpbase.Server):
     request_queue_size = 256
-
-    def shutdown_request(self, request):
-        # A 'reset' connection is closed with SO_LINGER 0 and no
-        # shutdown(SHUT_WR) first, so the peer gets an RST, not a FIN.
-        if self.proxy._take_rst(request):
-            self.close_request(request)
-        else:
-            super().shutdown_request(request)
 
     def handle_error(self, request, client_address):
         exc = sys.exc_info()[1]
-        self.proxy._note_error(exc)
+        self.owner._note_error(exc)
 
 
-class FaultProxy:
+class FaultProxy(httpbase.Service):
+    handler_class = _Handler
+    server_class = _Server
+    thread_name = "fault-proxy"
+
     def __init__(self, upstream_port, seed=0, timeout=2.0, stall_s=None, trickle_s=None,
                  upstream_host="127.0.0.1", host="127.0.0.1"):
+        super().__init__(host)  # peak_connections: client connections at once, at most
         self.upstream = (upstream_host, int(upstream_port))
         self.seed = seed
         self.stall_s = timeout + 1.5 if stall_s is None else stall_s
         self.trickle_s = 0.3 * timeout if trickle_s is None else trickle_s
-        self.host = host
         self.manifest_gets = 0
         self.client_aborts = 0
-        self.peak_connections = 0  # client connections open at once, at most
         self.errors = []
         self._rates = {}
         self._injected = Counter()
         self._objs = {}
         self._draws = Counter()  # (obj, range) -> GETs so far
         self._log = []
-        self._lock = threading.Lock()
-        self._conns = set()
-        self._rst = set()
-        self._stopping = threading.Event()
-        self._srv = None
-        self._thread = None
 
     # -- rates -------------------------------------------------------------
     def set_rates(self, rates=None, **more):
@@ -226,21 +192,17 @@ class FaultProxy:
     def requests(self, obj=None, method="GET"):
         """The log (Req, in arrival order), of one object and/or method."""
         with self._lock:
-            return [r for r in self._log if (obj is None or r.obj == obj) and
-                    (method is None or r.method == method)]
+            return httpbase.select(self._log, obj, method)
 
     def describe_log(self, obj=None, limit=40):
         """The request log as text, for assertion messages."""
         rs = self.requests(obj, method=None)
         t0 = rs[0].t_start if rs else 0.0
-        out = [f"#{r.seq} +{r.t_start - t0:7.3f}s {r.method} {r.obj} "
-               f"range={r.range or '-'} if-match={r.if_match or '-'} {r.kind} -> "
-               f"{r.status or 'no answer'} etag={r.etag or '-'} "
-               + (f"({r.t_end - r.t_start:.3f}s)" if r.t_end else "(in flight)")
-               for r in rs[-limit:]]
-        if len(rs) > limit:
-            out.insert(0, f"... {len(rs) - limit} earlier requests")
-        return "\n".join(out)
+        return httpbase.log_text(rs, limit, lambda r: (
+            f"#{r.seq} +{r.t_start - t0:7.3f}s {r.method} {r.obj} "
+            f"range={r.range or '-'} if-match={r.if_match or '-'} {r.kind} -> "
+            f"{r.status or 'no answer'} etag={r.etag or '-'} "
+            + (f"({r.t_end - r.t_start:.3f}s)" if r.t_end else "(in flight)")))
 
     def reset_counts(self):
         with self._lock:
@@ -248,63 +210,7 @@ class FaultProxy:
             self._objs.clear()
             self._log.clear()
 
-    # -- lifecycle -------------------------------------------------------
-    @property
-    def port(self):
-        return self._srv.server_address[1]
-
-    @property
-    def url(self):
-        return f"http://{self.host}:{self.port}/"
-
-    def start(self):
-        self._stopping.clear()
-        self._srv = _Server((self.host, 0), _Handler)
-        self._srv.proxy = self
-        self._thread = threading.Thread(target=self._srv.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="fault-proxy", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self):
-        """Ends every stall and trickle, closes every connection, and waits
-        for the accept loop (handler threads end as their sockets close)."""
-        if self._srv is None:
-            return
-        self._stopping.set()
-        self._srv.shutdown()
-        self._srv.server_close()
-        with self._lock:
-            conns = list(self._conns)
-        for c in conns:
-            try:
-                c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self._thread.join(10)
-        self._srv = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
-
     # -- internals -----------------------------------------------------------
-    def _track(self, conn, add):
-        with self._lock:
-            (self._conns.add if add else self._conns.discard)(conn)
-            self.peak_connections = max(self.peak_connections, len(self._conns))
-
-    def _take_rst(self, conn):
-        with self._lock:
-            if conn in self._rst:
-                self._rst.discard(conn)
-                return True
-            return False
-
     def _note_error(self, exc):
         with self._lock:
             if isinstance(exc, _CLIENT_GONE) or self._stopping.is_set():
@@ -361,17 +267,9 @@ class FaultProxy:
                     raise
         raise AssertionError("not reached")
 
-    @staticmethod
-    def _head(h, status, reason, headers, length):
-        h.send_response(status, reason)
-        for k, v in headers:
-            h.send_header(k, v)
-        h.send_header("Content-Length", str(length))
-        h.end_headers()
-
     def _serve(self, h, method):
         t0 = time.monotonic()
-        path = unquote(h.path.split("?", 1)[0]).lstrip("/")
+        path = httpbase.request_path(h)
         rng = h.headers.get("Range", "")
         if path == MANIFEST_NAME:
             with self._lock:
@@ -394,18 +292,12 @@ class FaultProxy:
             rec.t_end = time.monotonic()
 
     def _answer(self, h, method, kind, obj, rec):
-        text = [("Content-Type", "text/plain")]
         if kind == "stall":
-            self._stopping.wait(self.stall_s)
-            h.close_connection = True
+            self._stall(h, self.stall_s)
             return
-        if kind in _STATUS:
-            status, reason = _STATUS[kind]
-            hdrs = text + ([("Retry-After", str(RETRY_AFTER))] if kind == "429" else [])
-            body = f"{reason} (injected)\n".encode()
-            rec.status = status
-            self._head(h, status, reason, hdrs, len(body))
-            h.wfile.write(body)
+        if kind in STATUS_FAULTS:  # a GET: the body is sent
+            rec.status = STATUS_FAULTS[kind][0]
+            httpbase.send_status_fault(h, kind, method, " (injected)", RETRY_AFTER)
             return
         drop = ()
         lie = lie_etag(obj)
@@ -414,8 +306,8 @@ class FaultProxy:
             if "*" not in tags and lie not in tags:
                 body = b"precondition failed (this replica's ETag differs)\n"
                 rec.status, rec.etag = 412, lie
-                self._head(h, 412, "Precondition Failed", text + [("ETag", lie)], len(body))
-                h.wfile.write(body)
+                send(h, 412, httpbase.TEXT + (("ETag", lie),), body, method,
+                     "Precondition Failed")
                 return
             drop = ("if-match",)  # its own ETag matched: the data is the same
         elif kind == "range":
@@ -429,17 +321,11 @@ class FaultProxy:
         rec.etag = next((v for k, v in hdrs if k.lower() == "etag"), "")
         rec.whole = _covers_whole(rec.range, status, hdrs, len(body))
         if method == "HEAD":
-            self._head(h, status, reason, hdrs, length)  # HEAD: the origin's length
+            send_head(h, status, hdrs, length, reason)  # HEAD: the origin's length
             return
-        self._head(h, status, reason, hdrs, len(body))
+        send_head(h, status, hdrs, len(body), reason)
         if kind in ("reset", "short"):
-            h.wfile.write(body[:len(body) // 2])
-            h.close_connection = True
-            if kind == "reset":
-                h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                        struct.pack("ii", 1, 0))
-                with self._lock:
-                    self._rst.add(h.connection)
+            self._send_half(h, body, kind == "reset")
             return
         if kind == "trickle":
             step = max(1, -(-len(body) // 10))

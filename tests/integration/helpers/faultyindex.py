@@ -21,14 +21,14 @@ is never served (404), so prestofs crawls the index. Threads: one per
 connection (ThreadingHTTPServer); counters are guarded by a lock.
 Nothing here imports pytest.
 """
-import email.utils
 import html
 import os
-import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from . import httpbase
 
 FAULTS = ("head-no-length", "head-500", "head-404")
 
@@ -96,7 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _file(self, p, rel):
         fault = self.server.owner.faults.get(rel, "")
         st = p.stat()
-        lm = email.utils.formatdate(st.st_mtime, usegmt=True)
+        lm = httpbase.http_date(st.st_mtime)
         etag = '"%x-%x"' % (int(st.st_mtime), st.st_size)
         base = [("Last-Modified", lm), ("ETag", etag), ("Accept-Ranges", "bytes"),
                 ("Content-Type", "application/octet-stream")]
@@ -142,43 +142,25 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = _serve
 
 
-class FaultyIndex:
+class _Server(ThreadingHTTPServer):
+    # Connections are not tracked: stop() leaves keep-alive ones open.
+    daemon_threads = True
+
+
+class FaultyIndex(httpbase.Service):
+    handler_class = _Handler
+    server_class = _Server
+    thread_name = "faultyindex"
+
     def __init__(self, root, faults=None):
+        super().__init__()
         self.root = Path(root).resolve()
         self.faults = dict(faults or {})
         for f in self.faults.values():
             assert f in FAULTS or f.startswith("size:"), f
-        self.lock = threading.Lock()
+        self.lock = self._lock
         self.counts = {}
-        self._httpd = None
-        self._thread = None
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/"
-
-    def start(self):
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self):
-        if self._httpd:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._thread.join(10)
-            self._httpd = None
 
     def count(self, method, rel):
         with self.lock:
             return self.counts.get((method, rel), 0)
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()

@@ -41,13 +41,10 @@ Nothing here imports pytest.
 """
 import email.utils
 import hashlib
-import http.server
-import re
-import socket
-import threading
 import time
 from dataclasses import dataclass, field
-from urllib.parse import unquote
+
+from . import httpbase
 
 OLD, NEW = 0, 1
 VERSION_NAMES = {OLD: "old", NEW: "new"}
@@ -83,58 +80,22 @@ class Obj:
     lastmods: list = field(default_factory=list)
 
 
-def _http_date(t):
-    return email.utils.formatdate(t, usegmt=True)
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(httpbase.Handler):
     server_version = "SwitchOrigin/1"
-    timeout = 60  # an idle keep-alive connection is dropped after this
-
-    def log_message(self, fmt, *args):  # quiet
-        pass
-
-    def setup(self):
-        super().setup()
-        self.server.origin._track(self.connection, True)
-
-    def finish(self):
-        try:
-            super().finish()
-        finally:
-            self.server.origin._track(self.connection, False)
-
-    def do_GET(self):
-        self.server.origin._serve(self, "GET")
-
-    def do_HEAD(self):
-        self.server.origin._serve(self, "HEAD")
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    request_queue_size = 128
+class SwitchOrigin(httpbase.Service):
+    handler_class = _Handler
+    thread_name = "switch-origin"
 
-
-_RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
-
-
-class SwitchOrigin:
     def __init__(self, validator="etag", host="127.0.0.1"):
         if validator not in MODES:
             raise ValueError(f"validator must be one of {MODES}")
+        super().__init__(host)
         self.validator = validator
-        self.host = host
         self.objects = {}
         self.log = []
         self.manifest_gets = 0
-        self._lock = threading.Lock()
-        self._conns = set()
-        self._srv = None
-        self._thread = None
 
     # -- setup -----------------------------------------------------------
     def add(self, name, old, new, switch_after=1, validator=None):
@@ -170,17 +131,9 @@ class SwitchOrigin:
                     o.gets = 0
 
     def manifest_text(self):
-        lines = ["#prestofs-manifest 1"]
-        dirs = set()
-        for name in sorted(self.objects):
-            parts = name.split("/")
-            for i in range(1, len(parts)):
-                dirs.add("/".join(parts[:i]))
-        ents = [(d + "/", 0, LASTMOD_BASE) for d in dirs]
-        ents += [(o.name, len(o.data[OLD]), o.lastmods[OLD]) for o in self.objects.values()]
-        for path, size, mtime in sorted(ents):
-            lines.append(f"{path}\t{size}\t{mtime}\t-")
-        return ("\n".join(lines) + "\n").encode()
+        return httpbase.manifest_text(
+            [(o.name, len(o.data[OLD]), o.lastmods[OLD]) for o in self.objects.values()],
+            LASTMOD_BASE)
 
     # -- queries ---------------------------------------------------------
     def gets(self, name):
@@ -189,9 +142,7 @@ class SwitchOrigin:
 
     def requests(self, name=None, method="GET"):
         with self._lock:
-            return [r for r in self.log
-                    if (name is None or r.obj == name) and
-                    (method is None or r.method == method)]
+            return httpbase.select(self.log, name, method)
 
     def etag(self, name, version):
         return self.objects[name].etags[version]
@@ -201,85 +152,23 @@ class SwitchOrigin:
 
     def describe_log(self, name=None, limit=60):
         """The request log as text, for assertion messages."""
-        rs = self.requests(name, method=None)
-        out = []
-        for r in rs[-limit:]:
+        def line(r):
             v = "-" if r.version is None else VERSION_NAMES[r.version]
             cond = ""
             if r.if_match:
                 cond += f" If-Match={r.if_match}"
             if r.if_unmodified_since:
                 cond += f" If-Unmodified-Since={r.if_unmodified_since!r}"
-            out.append(f"#{r.seq} {r.method} {r.obj} range={r.range or '-'} "
-                       f"-> {r.status} {v}{cond}")
-        if len(rs) > limit:
-            out.insert(0, f"... {len(rs) - limit} earlier requests")
-        return "\n".join(out)
-
-    # -- lifecycle -------------------------------------------------------
-    @property
-    def port(self):
-        return self._srv.server_address[1]
-
-    @property
-    def url(self):
-        return f"http://{self.host}:{self.port}/"
-
-    def start(self):
-        self._srv = _Server((self.host, 0), _Handler)
-        self._srv.origin = self
-        self._thread = threading.Thread(target=self._srv.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="switch-origin", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self):
-        if self._srv is None:
-            return
-        self._srv.shutdown()
-        self._srv.server_close()
-        with self._lock:
-            conns = list(self._conns)
-        for c in conns:  # keep-alive connections still open
-            try:
-                c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self._thread.join(10)
-        self._srv = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
+            return (f"#{r.seq} {r.method} {r.obj} range={r.range or '-'} "
+                    f"-> {r.status} {v}{cond}")
+        return httpbase.log_text(self.requests(name, method=None), limit, line)
 
     # -- serving ---------------------------------------------------------
-    def _track(self, conn, add):
-        with self._lock:
-            (self._conns.add if add else self._conns.discard)(conn)
-
-    @staticmethod
-    def _send(h, status, headers, body, method):
-        h.send_response(status)
-        for k, v in headers:
-            h.send_header(k, v)
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        if method != "HEAD" and body:
-            h.wfile.write(body)
-
     def _serve(self, h, method):
         t0 = time.monotonic()
-        path = unquote(h.path.split("?", 1)[0]).lstrip("/")
+        path = httpbase.request_path(h)
         if path == MANIFEST_NAME:
-            with self._lock:
-                self.manifest_gets += method == "GET"
-            self._send(h, 200, [("Content-Type", "text/plain")],
-                       self.manifest_text(), method)
-            return
+            return self._serve_manifest(h, method)
         with self._lock:
             o = self.objects.get(path)
             if o is not None:
@@ -294,7 +183,7 @@ class SwitchOrigin:
                     n = seq if method == "GET" else o.gets + 1
                     v = OLD if n <= o.switch_after else NEW
         if o is None:
-            self._send(h, 404, [("Content-Type", "text/plain")], b"not found\n", method)
+            httpbase.send_not_found(h, method)
             return
         rng = h.headers.get("Range", "")
         im = h.headers.get("If-Match", "")
@@ -304,7 +193,7 @@ class SwitchOrigin:
         rec.status = status
         rec.version = v if 200 <= status < 300 else None
         try:
-            self._send(h, status, headers, body, method)
+            httpbase.send(h, status, headers, body, method)
         finally:
             rec.t_end = time.monotonic()
             with self._lock:
@@ -319,7 +208,7 @@ class SwitchOrigin:
         if etag:
             vh.append(("ETag", etag))
         if lastmod is not None:
-            vh.append(("Last-Modified", _http_date(lastmod)))
+            vh.append(("Last-Modified", httpbase.http_date(lastmod)))
         text = [("Content-Type", "text/plain")]
         if im:
             tags = [t.strip() for t in im.split(",")]
@@ -335,20 +224,9 @@ class SwitchOrigin:
                 return 412, vh + text, b"precondition failed (If-Unmodified-Since)\n"
         hdrs = vh + [("Accept-Ranges", "bytes"),
                      ("Content-Type", "application/octet-stream")]
-        if not rng:
+        status, a, b = httpbase.byte_range(rng, total)
+        if status == 200:  # no Range, or one not understood: ignored, as servers do
             return 200, hdrs, data
-        m = _RANGE_RE.match(rng.strip())
-        if not m or (m.group(1) == "" and m.group(2) == ""):
-            return 200, hdrs, data  # unsupported Range: ignored, as servers do
-        a, b = m.group(1), m.group(2)
-        if a == "":  # suffix range: the last n bytes
-            n = int(b)
-            if n == 0:
-                return 416, vh + [("Content-Range", f"bytes */{total}")] + text, b""
-            a, b = max(total - n, 0), total - 1
-        else:
-            a = int(a)
-            b = total - 1 if b == "" else min(int(b), total - 1)
-            if a >= total or b < a:
-                return 416, vh + [("Content-Range", f"bytes */{total}")] + text, b""
+        if status == 416:
+            return 416, vh + [("Content-Range", f"bytes */{total}")] + text, b""
         return 206, hdrs + [("Content-Range", f"bytes {a}-{b}/{total}")], data[a:b + 1]
