@@ -26,3 +26,14 @@ int pfs_path_valid(const char *path)
 	}
 	return 1;
 }
+
+int pfs_etag_listable(const char *etag)
+{
+	size_t n = strlen(etag);
+	if (n == 0 || n >= PFS_ETAG_MAX || !strcmp(etag, "-"))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)etag[i] < 0x20 || etag[i] == 0x7f)
+			return 0;
+	return 1;
+}

@@ -27,9 +27,16 @@
  * (bytes < 0x20 and 0x7f), at most 4095 bytes, components at most 255. */
 int pfs_path_valid(const char *path);
 
+/* 1 if `etag` can stand in a listing as given: 1 to PFS_ETAG_MAX - 1
+ * bytes, no control characters (bytes < 0x20 and 0x7f), not "-" (a
+ * manifest's "none"). A manifest line carries exactly these, so a listing
+ * kept as manifest text reads back as the same listing. */
+int pfs_etag_listable(const char *etag);
+
 /* Called once per listed entry. `path` is relative, '/'-separated, without
  * a leading or trailing '/', already checked by pfs_path_valid(); parents
- * may be implicit (never listed). `etag` may be NULL. The strings are only
+ * may be implicit (never listed). `etag` is NULL or pfs_etag_listable()
+ * (pfs_origin_list() drops any other ETag an origin gives). The strings are only
  * valid during the call. Returns 0, or a negative errno that stops the
  * listing and is returned by the lister (-EEXIST for a duplicate path). */
 typedef int (*pfs_list_fn)(void *ctx, const char *path, int is_dir,

@@ -62,9 +62,7 @@ void pfs_order_reset(struct pfs_order *o)
 
 #define VIEWS_PREFIX PFS_CTL_NAME "/views/"
 
-/* Resolves one complete line into the batch. */
-static void take_line(struct pfs_order *o, char *s, size_t n, uint64_t *batch,
-		      size_t *nb, size_t *unknown)
+enum pfs_order_line pfs_order_parse_line(char *s, size_t n, char **spec, char **path)
 {
 	if (n && s[n - 1] == '\r')
 		n--;
@@ -72,27 +70,45 @@ static void take_line(struct pfs_order *o, char *s, size_t n, uint64_t *batch,
 	while (*s == '/')
 		s++;
 	if (!*s)
-		return; /* empty lines are allowed */
-	uint32_t view = 0, spec, node;
-	if (!strncmp(s, VIEWS_PREFIX, strlen(VIEWS_PREFIX))) {
-		char *name = s + strlen(VIEWS_PREFIX);
-		char *slash = strchr(name, '/');
-		if (!o->views || !slash) {
+		return PFS_ORDER_LINE_EMPTY; /* empty lines are allowed */
+	if (strncmp(s, VIEWS_PREFIX, strlen(VIEWS_PREFIX))) {
+		*path = s;
+		return PFS_ORDER_LINE_FILE;
+	}
+	char *name = s + strlen(VIEWS_PREFIX);
+	char *slash = strchr(name, '/');
+	if (!slash)
+		return PFS_ORDER_LINE_BAD;
+	*slash = '\0';
+	*spec = name;
+	*path = slash + 1;
+	return PFS_ORDER_LINE_VIEW;
+}
+
+/* Resolves one complete line into the batch. */
+static void take_line(struct pfs_order *o, char *s, size_t n, uint64_t *batch,
+		      size_t *nb, size_t *unknown)
+{
+	char *spec = NULL, *path = NULL;
+	uint32_t view = 0, idx, node;
+	switch (pfs_order_parse_line(s, n, &spec, &path)) {
+	case PFS_ORDER_LINE_EMPTY:
+		return;
+	case PFS_ORDER_LINE_BAD:
+		(*unknown)++;
+		return;
+	case PFS_ORDER_LINE_VIEW:
+		if (!o->views || pfs_views_spec(o->views, spec, &idx) < 0) {
 			(*unknown)++;
 			return;
 		}
-		*slash = '\0';
-		int rc = pfs_views_spec(o->views, name, &spec);
-		*slash = '/';
-		if (rc < 0) {
-			(*unknown)++;
-			return;
-		}
-		s = slash + 1;
-		view = spec + 1;
+		view = idx + 1;
+		break;
+	case PFS_ORDER_LINE_FILE:
+		break;
 	}
 	struct pfs_fnode info;
-	if (pfs_ftable_resolve(o->ft, s, &node) < 0 ||
+	if (pfs_ftable_resolve(o->ft, path, &node) < 0 ||
 	    pfs_ftable_get(o->ft, node, &info) < 0 || info.is_dir) {
 		(*unknown)++;
 		return;

@@ -31,4 +31,17 @@ int pfs_order_write(struct pfs_order *o, uint64_t off, const char *buf, size_t l
 /* Truncation to 0: a new order. */
 void pfs_order_reset(struct pfs_order *o);
 
+/* What one line names; the pure part of pfs_order_write(). */
+enum pfs_order_line {
+	PFS_ORDER_LINE_EMPTY, /* nothing but '/' (allowed, not counted) */
+	PFS_ORDER_LINE_FILE,  /* *path: a dataset path */
+	PFS_ORDER_LINE_VIEW,  /* *spec and *path: .prestofs/views/SPEC/PATH */
+	PFS_ORDER_LINE_BAD,   /* a views path without SPEC/: unknown */
+};
+/* Splits the line s[0..n) (without its '\n'; s has room for n + 1 bytes)
+ * in place: a final '\r' and leading '/' are dropped, strings are
+ * NUL-terminated inside s (the line ends at its first NUL byte). *spec and
+ * *path point into s, set only for the kinds that name them. Pure. */
+enum pfs_order_line pfs_order_parse_line(char *s, size_t n, char **spec, char **path);
+
 #endif

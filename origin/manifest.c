@@ -109,7 +109,9 @@ int pfs_manifest_parse(const char *buf, size_t len, pfs_list_fn fn, void *ctx,
 			FAIL("manifest line %lu: directory with non-zero size", lineno);
 		if (parse_i64(f[2], &mtime))
 			FAIL("manifest line %lu: invalid mtime '%.40s'", lineno, f[2]);
-		if (f[3][0] == '\0' || strlen(f[3]) >= PFS_ETAG_MAX)
+		/* Control characters too: a listing is written back as a
+		 * manifest (the SSD tier's copy) and must read back the same. */
+		if (strcmp(f[3], "-") && !pfs_etag_listable(f[3]))
 			FAIL("manifest line %lu: invalid etag (use '-' for none)", lineno);
 		const char *etag = strcmp(f[3], "-") ? f[3] : NULL;
 		int rc = fn(ctx, f[0], is_dir, size, mtime, etag);

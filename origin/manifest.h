@@ -5,7 +5,8 @@
  *   PATH<TAB>SIZE<TAB>MTIME<TAB>ETAG      (one entry per line)
  *
  * PATH is relative and '/'-separated; one ending in '/' declares a
- * directory (SIZE 0). ETAG is opaque or "-". Lines may end in "\n" or
+ * directory (SIZE 0). ETAG is opaque (at most PFS_ETAG_MAX - 1 bytes, no
+ * control characters) or "-". Lines may end in "\n" or
  * "\r\n"; a final line without newline is accepted; empty lines are not.
  */
 #ifndef PFS_MANIFEST_H

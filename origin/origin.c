@@ -35,9 +35,29 @@ void pfs_origin_destroy(struct pfs_origin *o)
 	free(name);
 }
 
+/* Every backend's entries pass here. An ETag a listing cannot carry is
+ * dropped (an S3 page may hold a TAB or LF in one as an XML character
+ * reference, a HEAD answer a raw TAB): the listing is kept as manifest
+ * text (the SSD tier's copy, `prestofs index`), which must read back as
+ * the same listing. The ETag of a listing only feeds the fingerprint; a
+ * read pins the validator of its answer. */
+struct list_filter {
+	pfs_list_fn fn;
+	void *ctx;
+};
+
+static int list_entry(void *p, const char *path, int is_dir, uint64_t size, int64_t mtime,
+		      const char *etag)
+{
+	const struct list_filter *f = p;
+	return f->fn(f->ctx, path, is_dir, size, mtime,
+		     etag && pfs_etag_listable(etag) ? etag : NULL);
+}
+
 int pfs_origin_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 {
-	return o->ops->list(o, fn, ctx);
+	struct list_filter f = {fn, ctx};
+	return o->ops->list(o, list_entry, &f);
 }
 
 int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,

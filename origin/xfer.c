@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "origin.h"
+#include "respcheck.h"
 #include "retry.h"
 #include "validator.h"
 #include "xfer.h"
@@ -59,12 +60,7 @@ struct req {
 	size_t body_cap, limit;
 	size_t got;
 	int overflow;
-	long status;          /* of the last status line seen */
-	char content_range[128];
-	char etag[PFS_ETAG_MAX];
-	int etag_bad;
-	char last_modified[64];
-	double retry_after;
+	struct pfs_resp resp; /* status and headers of the answer */
 	uint64_t total;       /* REQ_RANGE: the object's length as answered */
 };
 
@@ -202,7 +198,7 @@ static size_t on_body(char *data, size_t sz, size_t nmemb, void *p)
 	size_t n = sz * nmemb;
 	/* An error page (404, 503...) is not data: drop it whatever its size,
 	 * so the status decides the outcome. */
-	if (r->status < 200 || r->status > 299)
+	if (r->resp.status < 200 || r->resp.status > 299)
 		return n;
 	if (r->kind == REQ_RANGE) {
 		if (n > r->want - r->got) {
@@ -232,48 +228,11 @@ static size_t on_body(char *data, size_t sz, size_t nmemb, void *p)
 	return n;
 }
 
-/* Copies a header value (trimmed) if the line is "Name: value". */
-static int header_value(const char *line, size_t n, const char *name, char *out, size_t cap)
-{
-	size_t nl = strlen(name);
-	if (n <= nl || strncasecmp(line, name, nl) || line[nl] != ':')
-		return 0;
-	const char *v = line + nl + 1;
-	const char *end = line + n;
-	while (v < end && (*v == ' ' || *v == '\t'))
-		v++;
-	while (end > v && isspace((unsigned char)end[-1]))
-		end--;
-	if ((size_t)(end - v) >= cap)
-		return -1;
-	memcpy(out, v, (size_t)(end - v));
-	out[end - v] = '\0';
-	return 1;
-}
-
 static size_t on_header(char *line, size_t sz, size_t nmemb, void *p)
 {
 	struct req *r = p;
 	size_t n = sz * nmemb;
-	char tmp[64];
-	/* A new status line (redirect, 100-continue) starts a new header set. */
-	if (n > 5 && !strncmp(line, "HTTP/", 5)) {
-		const char *sp = memchr(line, ' ', n);
-		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-		r->content_range[0] = r->etag[0] = r->last_modified[0] = '\0';
-		r->etag_bad = 0;
-		r->retry_after = -1;
-	}
-	if (header_value(line, n, "Content-Range", r->content_range,
-			 sizeof(r->content_range)) < 0)
-		r->content_range[0] = '\0';
-	if (header_value(line, n, "ETag", r->etag, sizeof(r->etag)) < 0)
-		r->etag_bad = 1;
-	if (header_value(line, n, "Last-Modified", r->last_modified,
-			 sizeof(r->last_modified)) < 0)
-		r->last_modified[0] = '\0';
-	if (header_value(line, n, "Retry-After", tmp, sizeof(tmp)) > 0)
-		r->retry_after = pfs_retry_after_parse(tmp);
+	pfs_resp_header(&r->resp, line, n);
 	return n;
 }
 
@@ -333,54 +292,6 @@ static void backoff(int attempt, double retry_after)
 static void log_url(const char *url, char *out, size_t cap)
 {
 	pfs_url_redact(url, out, cap);
-}
-
-/* Checks a finished range attempt and puts the answer's validator into
- * got. Returns 0, -EAGAIN (retry), or a final error: -ESTALE when the
- * object is not the one pinned (validator, or length: r->total), -EIO. */
-static int check_range(struct req *r, long status, uint64_t size, uint64_t off,
-		       size_t len, const char *pinned, char *got)
-{
-	r->total = size;
-	if (status == 206) {
-		unsigned long long a, b;
-		char total[32];
-		if (sscanf(r->content_range, "bytes %llu-%llu/%31s", &a, &b, total) != 3)
-			return -EAGAIN;
-		if (strcmp(total, "*")) {
-			char *end;
-			unsigned long long t = strtoull(total, &end, 10);
-			if (*end || !total[0] || total[0] == '-')
-				return -EAGAIN;
-			r->total = t;
-			if (t != size)
-				return -ESTALE;
-		}
-		if (a != off || b != off + len - 1)
-			return -EAGAIN;
-	} else if (status == 200) {
-		if (off != 0 || len != size)
-			return -EIO; /* server ignores Range: can't serve parts */
-	} else if (status == 416) {
-		/* Content-Range "bytes *\/N": the object has N bytes. */
-		unsigned long long t;
-		if (sscanf(r->content_range, "bytes */%llu", &t) == 1)
-			r->total = t;
-		return -ESTALE;
-	} else if (status == 412) {
-		return -ESTALE; /* If-Match / If-Unmodified-Since refused */
-	} else if (pfs_retry_status(status)) {
-		return -EAGAIN;
-	} else {
-		return pfs_retry_errno(status);
-	}
-	if (r->etag_bad || pfs_validator_make(r->etag, r->last_modified, got, PFS_ETAG_MAX) < 0)
-		return -EIO;
-	if (pinned[0] && strcmp(pinned, got))
-		return -ESTALE;
-	if (r->got != len)
-		return -EAGAIN; /* short body */
-	return 0;
 }
 
 /* Books len bytes on the capped link and sleeps until they may go. Many
@@ -470,7 +381,8 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			rc = -ENOMEM;
 			goto out;
 		}
-		r = (struct req){.kind = REQ_RANGE, .dst = buf, .want = len, .retry_after = -1};
+		r = (struct req){.kind = REQ_RANGE, .dst = buf, .want = len};
+		pfs_resp_init(&r.resp);
 		setup(x, h, url, &r);
 		curl_easy_setopt(h, CURLOPT_RANGE, range);
 		if (hdrs)
@@ -495,7 +407,8 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			rc = -EAGAIN;
 			snprintf(last_err, sizeof(last_err), "more bytes than asked for");
 		} else {
-			rc = check_range(&r, status, size, off, len, etag, got);
+			rc = pfs_resp_check_range(&r.resp, status, size, off, len, r.got, etag,
+						  got, &r.total);
 			snprintf(last_err, sizeof(last_err), "HTTP %ld", status);
 			/* Another version, by its validator: once more at once (a
 			 * replica behind a balancer may still have the pinned one).
@@ -517,7 +430,7 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			break;
 		rc = -EIO;
 		if (attempt < x->retries)
-			backoff(attempt + 1, r.retry_after);
+			backoff(attempt + 1, r.resp.retry_after);
 	}
 	if (rc == -ESTALE)
 		log_stale(url, &r, size, status, etag, got);
@@ -543,9 +456,8 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 		if (!h)
 			return -ENOMEM;
 		r->got = 0;
-		r->status = 0;
 		r->overflow = 0;
-		r->retry_after = -1;
+		pfs_resp_init(&r->resp);
 		setup(x, h, url, r);
 		if (r->kind == REQ_HEAD) {
 			curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -594,7 +506,7 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 			pfs_debug("%s %s: %s (HTTP %ld), attempt %d of %d", what, u, why, status,
 				  attempt + 1, x->retries + 1);
 		if (attempt < x->retries)
-			backoff(attempt + 1, r->retry_after);
+			backoff(attempt + 1, r->resp.retry_after);
 	}
 	return rc;
 }
@@ -636,7 +548,7 @@ int pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size, int64_t *
 	*size = (uint64_t)cl;
 	*mtime = ft;
 	if (etag)
-		snprintf(etag, PFS_ETAG_MAX, "%s", r.etag);
+		snprintf(etag, PFS_ETAG_MAX, "%s", r.resp.etag);
 	return 0;
 }
 

@@ -33,6 +33,7 @@ void pfs_log_use_syslog(int on)
 	use_syslog = on;
 }
 
+__attribute__((format(printf, 2, 0)))
 static void vlog(enum pfs_log_level level, const char *fmt, va_list ap)
 {
 	char msg[1024];
@@ -64,6 +65,7 @@ void pfs_log_msg(enum pfs_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
+__attribute__((format(printf, 2, 0)))
 static void fuse_sink(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	enum pfs_log_level l = level <= FUSE_LOG_ERR ? PFS_LOG_ERR :

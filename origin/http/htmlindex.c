@@ -624,13 +624,17 @@ static const char *scan_attrs(const char *p, const char *end, char *href,
 	return NULL;
 }
 
+/* By name, then a file before a directory of the same name. */
 static int cmp_entry(const void *a, const void *b)
 {
-	return strcmp(((const struct pfs_htmlindex_entry *)a)->name,
-		      ((const struct pfs_htmlindex_entry *)b)->name);
+	const struct pfs_htmlindex_entry *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : x->is_dir - y->is_dir;
 }
 
-/* Sorts and merges duplicate names, keeping the best date and size. */
+/* Sorts and merges duplicate entries (same name, same kind), keeping the
+ * best date and size. "x" and "x/" are not duplicates: both are kept (a
+ * merge made one of them vanish, and which one depended on qsort). */
 static void merge_dups(struct entry_vec *ev)
 {
 	size_t o = 0;
@@ -640,7 +644,7 @@ static void merge_dups(struct entry_vec *ev)
 	qsort(ev->v, ev->n, sizeof(ev->v[0]), cmp_entry);
 	for (size_t i = 1; i < ev->n; i++) {
 		struct pfs_htmlindex_entry *k = &ev->v[o], *e = &ev->v[i];
-		if (strcmp(k->name, e->name) != 0) {
+		if (strcmp(k->name, e->name) != 0 || k->is_dir != e->is_dir) {
 			ev->v[++o] = *e;
 			continue;
 		}

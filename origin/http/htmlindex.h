@@ -37,7 +37,9 @@ struct pfs_htmlindex_entry {
  * (an absolute http(s) URL of the directory, ending in '/'). On success
  * *out is an array of *n entries sorted by name (bytewise), a name listed
  * twice merged into one entry (Apache's IconsAreLinks links each file
- * twice); free it with pfs_htmlindex_free(). Returns 0, -EINVAL (page_url
+ * twice); a name given both as a file and as a directory ("x" and "x/")
+ * stays two entries, the file first: the caller decides. Free it with
+ * pfs_htmlindex_free(). Returns 0, -EINVAL (page_url
  * not an absolute http(s) URL), -E2BIG (more than max_entries entries) or
  * -ENOMEM; nothing to free on error. Malformed HTML is never an error:
  * what can be read is returned. */

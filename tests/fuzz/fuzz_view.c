@@ -7,10 +7,11 @@
  * no sanitizer report": a parsed spec's canonical form parses to itself; for ppm/npy an
  * answer from pfs_view_output_size equals the length pfs_view_apply produces.
  *
- * Two builds:
- *   - libFuzzer: clang -fsanitize=fuzzer,address,undefined -DPFS_FUZZ_LIBFUZZER -I. \
- *       tests/fuzz/fuzz_view.c transform/{spec,resample,view}.c -lturbojpeg -lm
- *   - normal (registered as the unit test "fuzz_view"): main() below runs
+ * Builds (tests/fuzz/meson.build):
+ *   - with -DPFS_FUZZ_LIBFUZZER there is no main() here: linked with libFuzzer, it is
+ *     fuzz_view (scripts/fuzz view); linked with tests/fuzz/replay.c, the unit test
+ *     replay_view runs tests/fuzz/corpus/view and tests/fuzz/regress/view once;
+ *   - without it (registered as the unit test "fuzz_view"): main() below runs
  *       fuzz_view [ITERATIONS [SEED]]     (default 20000, seed 1)
  *       fuzz_view DIR...                  each file in DIR (a libFuzzer corpus) once
  *     mixing random bytes, random specs and mutations (bit flips, byte sets, cuts,

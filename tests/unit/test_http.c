@@ -19,6 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../../catalog/ftable.h"
 #include "../../origin/backend.h"
 #include "../../origin/xfer.h"
 #include "../../util/stats.h"
@@ -362,6 +363,78 @@ static void test_errors(void **state)
 	assert_int_equal(unexpected, 0);
 }
 
+/* A name linked both as a file and as a directory (an index made from an
+ * object store holding "x" and "x/c"): the directory and what is below it
+ * are listed, the file is skipped. Before, the parser merged the two into
+ * one entry and either the file or the whole subtree vanished, depending
+ * on qsort's order. */
+static void test_file_and_dir_of_one_name(void **state)
+{
+	(void)state;
+	struct fake_get g[] = {
+		{"http://h/prestofs.manifest", -ENOENT, NULL, 0},
+		{"http://h/", 0, "<pre><a href=\"x\">x</a> " T1 "  5\n"
+				 "<a href=\"x/\">x/</a> " T1 "  -\n"
+				 "<a href=\"y\">y</a> " T1 "  7\n</pre>", 0},
+		{"http://h/x/", 0, "<pre><a href=\"c\">c</a> " T1 "  3\n</pre>", 0},
+		{NULL, 0, NULL, 0},
+	};
+	struct pfs_fnode info;
+	uint32_t node;
+
+	for (int round = 0; round < 2; round++) { /* the links in either order */
+		if (round)
+			g[1].body = "<pre><a href=\"x/\">x/</a> " T1 "  -\n"
+				    "<a href=\"y\">y</a> " T1 "  7\n"
+				    "<a href=\"x\">x</a> " T1 "  5\n</pre>";
+		setup_fakes(g, NULL);
+		struct pfs_ftable *ft = pfs_ftable_create();
+		assert_non_null(ft);
+		struct pfs_origin *o = make("http://h/", NULL);
+		assert_int_equal(o->ops->list(o, pfs_ftable_add, ft), 0);
+		assert_int_equal(pfs_ftable_finish(ft), 0);
+		assert_int_equal(pfs_ftable_resolve(ft, "x", &node), 0);
+		assert_int_equal(pfs_ftable_get(ft, node, &info), 0);
+		assert_true(info.is_dir);
+		assert_int_equal(pfs_ftable_resolve(ft, "x/c", &node), 0);
+		assert_int_equal(pfs_ftable_get(ft, node, &info), 0);
+		assert_int_equal(info.size, 3);
+		assert_int_equal(pfs_ftable_resolve(ft, "y", &node), 0);
+		assert_int_equal(pfs_ftable_get(ft, node, &info), 0);
+		assert_int_equal(info.size, 7);
+		destroy(o);
+		pfs_ftable_destroy(ft);
+		assert_int_equal(unexpected, 0);
+	}
+}
+
+/* An ETag no listing can carry (a TAB in a HEAD answer; an S3 page can
+ * hold one as "&#9;") or "-" is dropped by pfs_origin_list(): the listing
+ * is kept as manifest text, which must read back as the same listing. */
+static void test_unlistable_etag(void **state)
+{
+	(void)state;
+	struct fake_get g[] = {
+		{"http://h/prestofs.manifest", -ENOENT, NULL, 0},
+		{"http://h/", 0, "<a href=\"a\">a</a><a href=\"b\">b</a><a href=\"c\">c</a>", 0},
+		{NULL, 0, NULL, 0},
+	};
+	struct fake_head h[] = {
+		{"http://h/a", 0, 1, 1, "\"x\ty\"", 0},
+		{"http://h/b", 0, 2, 1, "-", 0},
+		{"http://h/c", 0, 3, 1, "\"ok\"", 0},
+		{NULL, 0, 0, 0, NULL, 0},
+	};
+	struct listed l = {.text = ""};
+
+	setup_fakes(g, h);
+	struct pfs_origin *o = make("http://h/", NULL);
+	assert_int_equal(pfs_origin_list(o, collect, &l), 0);
+	assert_string_equal(l.text, "a|0|1|1|-\nb|0|2|1|-\nc|0|3|1|\"ok\"\n");
+	destroy(o);
+	assert_int_equal(unexpected, 0);
+}
+
 /* A HEAD without a usable answer (an error after xfer's retries, 403, or
  * 404 for a listed file) leaves that one file out and counts it in
  * listing.skipped; the others are listed. When more than half of the HEADs
@@ -495,6 +568,8 @@ int main(void)
 		cmocka_unit_test(test_manifest_fallbacks),
 		cmocka_unit_test(test_explicit_manifest),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_file_and_dir_of_one_name),
+		cmocka_unit_test(test_unlistable_etag),
 		cmocka_unit_test(test_head_failures),
 		cmocka_unit_test(test_head_failures_stop_early),
 		cmocka_unit_test(test_bad_urls),

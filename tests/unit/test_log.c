@@ -1,4 +1,5 @@
 /* Unit tests for the log rate limiter (util/log.h). */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,12 +57,55 @@ static void test_keys_independent(void **state)
 	assert_int_equal(pfs_log_limit_check("k:y", t + 1, &dk, &da), 0);
 }
 
+/* Threads: the limiter's table and budget are shared by every thread
+ * that logs (run under ThreadSanitizer by scripts/test). Whatever the
+ * interleaving, each key's first line of the window is the one written. */
+#define NTHREADS 4
+#define CALLS 4000
+#define NKEYS 8
+
+static void *storm_thread(void *arg)
+{
+	uint64_t t = *(const uint64_t *)arg, dk, da;
+	long written = 0;
+	char key[32];
+	for (int i = 0; i < CALLS; i++) {
+		snprintf(key, sizeof(key), "threads:%d", i % NKEYS);
+		written += pfs_log_limit_check(key, t + (uint64_t)i, &dk, &da);
+		if (i % 1000 == 0) /* the real clock and the writer, too */
+			pfs_log_limited(PFS_LOG_WARN, "threads:real", "concurrent line %d", i);
+	}
+	return (void *)written;
+}
+
+static void test_threads(void **state)
+{
+	(void)state;
+	uint64_t t = 300000 * SEC; /* a new budget window */
+	uint64_t before = pfs_log_limit_dropped();
+	pthread_t th[NTHREADS];
+	long written = 0, real_written;
+	for (int i = 0; i < NTHREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, storm_thread, &t), 0);
+	for (int i = 0; i < NTHREADS; i++) {
+		void *w;
+		assert_int_equal(pthread_join(th[i], &w), 0);
+		written += (long)w;
+	}
+	assert_int_equal(written, NKEYS);
+	/* The real-clock lines: one per call, written or dropped. */
+	real_written = (long)(NTHREADS * (CALLS / 1000)) -
+		       (long)(pfs_log_limit_dropped() - before - (NTHREADS * CALLS - NKEYS));
+	assert_true(real_written >= 0 && real_written <= NTHREADS * (CALLS / 1000));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_key_window),
 		cmocka_unit_test(test_storm_over_many_keys),
 		cmocka_unit_test(test_keys_independent),
+		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

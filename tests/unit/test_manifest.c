@@ -289,6 +289,10 @@ static void test_reject_fields(void **state)
 	 * that does not fit PFS_ETAG_MAX. */
 	FAILS(MAGIC "a\t1\t2\t\n", 2, "invalid etag", 0);
 	FAILS(MAGIC "a\t1\t2\t\r\n", 2, "invalid etag", 0);
+	/* Control characters: a CR before the CRLF (fuzz_manifest: the
+	 * written-back listing lost it) or any other. */
+	FAILS(MAGIC "a\t1\t2\t\"x\"\r\r\n", 2, "invalid etag", 0);
+	FAILS(MAGIC "a\t1\t2\t\"x\x01y\"\n", 2, "invalid etag", 0);
 	char m[512];
 	int n = snprintf(m, sizeof(m), MAGIC "a\t1\t2\t");
 	memset(m + n, 'e', PFS_ETAG_MAX);

@@ -2,10 +2,14 @@
  * (workers = 0, pfs_prefetch_run_once): exact order, the window, a new
  * order cancelling the old, readahead first and only for sequential
  * readers, the room gate, background fill within the subtree and only of
- * files not read this epoch. */
+ * files not read this epoch. The last test runs real workers against
+ * reader threads (scripts/test runs it under ThreadSanitizer). */
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -312,6 +316,117 @@ static void test_cached_items_skipped(void **state)
 	assert_int_equal(s.skipped_cached, 1);
 }
 
+/* Real workers, readers on threads. The callbacks see only atomics: the
+ * point is the prefetcher's own locking (and the epoch tracker's, which
+ * workers query while readers note reads). */
+struct live {
+	struct fixture *f;
+	int room;             /* atomic */
+	uint64_t calls;       /* atomic: fetch callbacks */
+	uint64_t failed;      /* atomic */
+	unsigned seed;
+};
+
+static int live_fetch(void *ctx, uint64_t obj, uint64_t blk, size_t len)
+{
+	struct live *l = ctx;
+	(void)len;
+	uint64_t n = __atomic_add_fetch(&l->calls, 1, __ATOMIC_RELAXED);
+	if (n % 16 == 0) {
+		struct timespec ts = {0, 200000};
+		nanosleep(&ts, NULL);
+	}
+	/* One file always fails: backoff and the dropped remainder. */
+	if (PFS_PREFETCH_NODE(obj) == l->f->small[3] && blk == 0) {
+		__atomic_add_fetch(&l->failed, 1, __ATOMIC_RELAXED);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int live_room(void *ctx, uint64_t len, uint64_t inflight)
+{
+	(void)len; (void)inflight;
+	return __atomic_load_n(&((struct live *)ctx)->room, __ATOMIC_RELAXED);
+}
+
+static int live_cached(void *ctx, uint64_t obj, uint64_t blk)
+{
+	struct live *l = ctx;
+	(void)blk;
+	return PFS_PREFETCH_NODE(obj) == l->f->small[5] ? PFS_PREFETCH_SKIP_BLOCK : 0;
+}
+
+struct reader {
+	struct live *l;
+	struct pfs_prefetch *p;
+	int id;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct fixture *f = r->l->f;
+	uint64_t order[NSMALL];
+	for (int round = 0; round < 40; round++) {
+		if (r->id == 0 && round % 8 == 0) { /* a loader writing orders */
+			for (int i = 0; i < NSMALL; i++)
+				order[i] = f->small[(i * 7 + round) % NSMALL];
+			pfs_prefetch_order_begin(r->p);
+			pfs_prefetch_order_add(r->p, order, NSMALL / 2, 1);
+			pfs_prefetch_order_add(r->p, order + NSMALL / 2, NSMALL / 2, 0);
+		}
+		for (int i = r->id; i < NSMALL; i += 3) {
+			pfs_epoch_note_read(f->ep, f->small[i]);
+			pfs_prefetch_on_read(r->p, f->small[i], 100, 0, 100);
+		}
+		/* A sequential reader of the big file: readahead streams. */
+		uint64_t off = (uint64_t)(round % 40) * BS;
+		pfs_prefetch_on_read(r->p, f->big, 40 * BS, off, BS);
+		struct pfs_prefetch_stats st;
+		pfs_prefetch_stats(r->p, &st);
+	}
+	return NULL;
+}
+
+static void test_workers_and_readers_threads(void **state)
+{
+	struct fixture *f = *state;
+	struct live l = {.f = f, .room = 1};
+	struct pfs_prefetch *p;
+	struct pfs_prefetch_opts o = {.ft = f->ft, .epoch = f->ep, .block_size = BS,
+				      .workers = 4, .window = 8, .fetch = live_fetch,
+				      .room = live_room, .cached = live_cached, .ctx = &l};
+	assert_int_equal(pfs_prefetch_create(&o, &p), 0);
+	struct reader r[3];
+	pthread_t th[3];
+	for (int i = 0; i < 3; i++) {
+		r[i] = (struct reader){&l, p, i};
+		assert_int_equal(pthread_create(&th[i], NULL, reader_main, &r[i]), 0);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	/* Let the workers run a while, then close the gate and wait for
+	 * what is in flight: every callback is then counted exactly once. */
+	struct timespec ts = {0, 20 * 1000000L};
+	nanosleep(&ts, NULL);
+	__atomic_store_n(&l.room, 0, __ATOMIC_RELAXED);
+	struct pfs_prefetch_stats st;
+	for (int i = 0; i < 2000; i++) {
+		pfs_prefetch_stats(p, &st);
+		if (st.inflight == 0)
+			break;
+		ts.tv_nsec = 1000000L;
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(st.inflight, 0);
+	uint64_t calls = __atomic_load_n(&l.calls, __ATOMIC_RELAXED);
+	assert_true(calls > 0);
+	assert_int_equal(st.blocks + st.errors, calls);
+	assert_int_equal(st.errors, __atomic_load_n(&l.failed, __ATOMIC_RELAXED));
+	pfs_prefetch_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +440,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_background_fills_unread_files_of_subtree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_view_objects_fetched_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cached_items_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_workers_and_readers_threads, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
