@@ -158,11 +158,15 @@ static char *read_line(char *str, int num, void *stream)
 			return NULL;
 		}
 	}
-	if (c->lineno == 1 && !strncmp(str, "\xEF\xBB\xBF", 3)) {
+	if (c->lineno == 1 && n >= 3 && !strncmp(str, "\xEF\xBB\xBF", 3)) {
 		memmove(str, str + 3, n - 2);
 		n -= 3;
 	}
-	size_t lead = strspn(str, " \t");
+	/* Every blank inih's isspace() knows, '\v' and '\f' too: a line
+	 * inih saw as indented would continue the previous key's value. */
+	size_t lead = 0;
+	while (lead < n && is_blank(str[lead]) && str[lead] != '\n')
+		lead++;
 	memmove(str, str + lead, n - lead + 1);
 	check_line(c, str);
 	return c->failed ? NULL : str;

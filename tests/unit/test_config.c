@@ -274,6 +274,14 @@ static void test_other_spellings(void **state)
 	pfs_opts_finish(&o);
 	pfs_opts_finish(&def);
 
+	/* Vertical tab and form feed indent too (inih's isspace() would make
+	 * such a line continue the key before it: "duplicate key"). */
+	load_ok(&o, "[cache]\n\vram_size = 2G\n\f\r policy = lru\n \v\t ssd_dir = none\n");
+	assert_true(o.ram_size == 2ull << 30);
+	assert_int_equal(o.policy, PFS_POLICY_LRU);
+	assert_null(o.ssd_dir);
+	pfs_opts_finish(&o);
+
 	/* A UTF-8 byte order mark and CRLF line ends. */
 	load_ok(&o, "\xEF\xBB\xBF[cache]\r\nram_size = 2G\r\n");
 	assert_true(o.ram_size == 2ull << 30);
