@@ -31,6 +31,7 @@
 
 #include "bcache.h"
 #include "bufpool.h"
+#include "../util/atomic.h"
 #include "../util/stats.h"
 
 #define MIN_SHARD_BLOCKS 128
@@ -85,10 +86,6 @@ struct pfs_bcache {
 	int full;                /* atomic: a resident reservation has failed */
 	struct counters n;
 };
-
-#define ADD(c, field, v) __atomic_add_fetch(&(c)->n.field, (v), __ATOMIC_RELAXED)
-#define SUB(c, field, v) __atomic_sub_fetch(&(c)->n.field, (v), __ATOMIC_RELAXED)
-#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
 static uint64_t mix(uint64_t ino, uint64_t idx)
 {
@@ -203,7 +200,7 @@ static void unlink_table(struct shard *s, struct pfs_block *e)
 /* Adds n to *ctr unless that would pass cap. */
 static int reserve(uint64_t *ctr, uint64_t n, uint64_t cap)
 {
-	uint64_t cur = __atomic_load_n(ctr, __ATOMIC_RELAXED);
+	uint64_t cur = pfs_load(ctr);
 	do {
 		if (n > cap || cur > cap - n)
 			return 0;
@@ -290,15 +287,15 @@ static void drop(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 	if (e->place == RESIDENT) {
 		if (ranked(c))
 			heap_remove(c, s, e);
-		__atomic_sub_fetch(&c->bytes, e->len, __ATOMIC_RELAXED);
-		SUB(c, resident_blocks, 1);
+		pfs_sub(&c->bytes, e->len);
+		pfs_sub(&c->n.resident_blocks, 1);
 	} else {
-		__atomic_sub_fetch(&c->staged_bytes, e->len, __ATOMIC_RELAXED);
-		SUB(c, staged_blocks, 1);
+		pfs_sub(&c->staged_bytes, e->len);
+		pfs_sub(&c->n.staged_blocks, 1);
 	}
 	pfs_stat_sub(ram_bytes, e->len);
 	if (e->pf)
-		ADD(c, pf_wasted_bytes, e->len); /* prefetched, never read */
+		pfs_add(&c->n.pf_wasted_bytes, e->len); /* prefetched, never read */
 	e->place = NOWHERE;
 	e->hnext = *victims;
 	*victims = e;
@@ -331,38 +328,38 @@ static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block 
 	 * room left over by replacements only if it is no worse than the
 	 * worst block kept: else that room would churn between blocks that
 	 * are taken in, then replaced, every epoch. */
-	int worse = ranked(c) && __atomic_load_n(&c->full, __ATOMIC_RELAXED) &&
+	int worse = ranked(c) && pfs_load(&c->full) &&
 		    s->heap_len && key(c, e) > key(c, s->heap[0]);
 	if (e->len <= c->budget && !worse) {
 		for (;;) {
 			if (reserve(&c->bytes, e->len, c->budget)) {
 				if (ranked(c) && heap_push(c, s, e) < 0) {
-					__atomic_sub_fetch(&c->bytes, e->len, __ATOMIC_RELAXED);
+					pfs_sub(&c->bytes, e->len);
 					break;
 				}
 				list_push(&s->lru, e);
-				ADD(c, admitted, 1);
-				ADD(c, resident_blocks, 1);
+				pfs_add(&c->n.admitted, 1);
+				pfs_add(&c->n.resident_blocks, 1);
 				return RESIDENT;
 			}
-			__atomic_store_n(&c->full, 1, __ATOMIC_RELAXED);
+			pfs_store(&c->full, 1);
 			struct pfs_block *v = resident_victim(c, s, e);
 			if (!v)
 				break;
 			drop(c, s, v, victims);
-			ADD(c, replaced, 1);
+			pfs_add(&c->n.replaced, 1);
 			pfs_stat_add(ram_evictions, 1);
 		}
 	}
 	if (!(flags & PFS_BCACHE_PREFETCH) || e->len > c->stage_budget)
 		return NOWHERE;
-	uint64_t epoch = __atomic_load_n(&c->epoch, __ATOMIC_RELAXED);
+	uint64_t epoch = pfs_load(&c->epoch);
 	for (;;) {
 		if (reserve(&c->staged_bytes, e->len, c->stage_budget)) {
 			e->stage_epoch = epoch;
 			list_push(&s->staged, e);
-			ADD(c, staged, 1);
-			ADD(c, staged_blocks, 1);
+			pfs_add(&c->n.staged, 1);
+			pfs_add(&c->n.staged_blocks, 1);
 			return STAGED;
 		}
 		/* Room only from a block staged two epochs ago and never read. */
@@ -370,7 +367,7 @@ static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block 
 		if (v == &s->staged || v->refs || v->stage_epoch + 2 > epoch)
 			return NOWHERE;
 		drop(c, s, v, victims);
-		ADD(c, stage_stale, 1);
+		pfs_add(&c->n.stage_stale, 1);
 		pfs_stat_add(ram_evictions, 1);
 	}
 }
@@ -397,7 +394,7 @@ static int get_found(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 		e->demand = 1;
 	if (demand && e->pf) {
 		e->pf = 0;
-		ADD(c, pf_used_bytes, e->len);
+		pfs_add(&c->n.pf_used_bytes, e->len);
 	}
 	if (e->state == FILLING) {
 		pfs_stat_add(coalesced, 1);
@@ -449,7 +446,7 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	s->table[h % s->nbuckets] = e;
 	pthread_mutex_unlock(&s->lock);
 	if (flags & PFS_BCACHE_PREFETCH)
-		ADD(c, prefetch_fills, 1);
+		pfs_add(&c->n.prefetch_fills, 1);
 	else
 		pfs_stat_add(ram_misses, 1);
 
@@ -462,15 +459,15 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 		e->place = admit(c, s, e, flags, &victims);
 		if (flags & PFS_BCACHE_PREFETCH) {
 			if (e->demand) /* a reader waited for this prefetch */
-				ADD(c, pf_used_bytes, len);
+				pfs_add(&c->n.pf_used_bytes, len);
 			else if (e->place == NOWHERE)
-				ADD(c, pf_wasted_bytes, len);
+				pfs_add(&c->n.pf_wasted_bytes, len);
 			else
 				e->pf = 1;
 		}
 		if (e->place == NOWHERE) {
 			unlink_table(s, e);
-			ADD(c, refused, 1);
+			pfs_add(&c->n.refused, 1);
 		} else {
 			pfs_stat_add(ram_bytes, len);
 		}
@@ -504,7 +501,7 @@ void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b)
 		if (b->place == STAGED && b->demand) {
 			/* Read in this epoch: it will not be read again. */
 			drop(c, s, b, &victims);
-			ADD(c, stage_used, 1);
+			pfs_add(&c->n.stage_used, 1);
 		} else if (b->place == NOWHERE && !b->in_table) {
 			b->hnext = NULL;
 			victims = b;
@@ -516,7 +513,7 @@ void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b)
 
 void pfs_bcache_set_epoch(struct pfs_bcache *c, uint64_t epoch)
 {
-	__atomic_store_n(&c->epoch, epoch, __ATOMIC_RELAXED);
+	pfs_store(&c->epoch, epoch);
 }
 
 const void *pfs_block_data(const struct pfs_block *b)
@@ -533,22 +530,50 @@ void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out)
 {
 	*out = (struct pfs_bcache_stats){
 		.budget = c->budget,
-		.resident_bytes = LOAD(&c->bytes),
-		.resident_blocks = LOAD(&c->n.resident_blocks),
+		.resident_bytes = pfs_load(&c->bytes),
+		.resident_blocks = pfs_load(&c->n.resident_blocks),
 		.stage_budget = c->stage_budget,
-		.staged_bytes = LOAD(&c->staged_bytes),
-		.staged_blocks = LOAD(&c->n.staged_blocks),
-		.admitted = LOAD(&c->n.admitted),
-		.replaced = LOAD(&c->n.replaced),
-		.refused = LOAD(&c->n.refused),
-		.staged = LOAD(&c->n.staged),
-		.stage_used = LOAD(&c->n.stage_used),
-		.stage_stale = LOAD(&c->n.stage_stale),
-		.prefetch_fills = LOAD(&c->n.prefetch_fills),
-		.prefetch_used_bytes = LOAD(&c->n.pf_used_bytes),
-		.prefetch_wasted_bytes = LOAD(&c->n.pf_wasted_bytes),
-		.epoch = LOAD(&c->epoch),
+		.staged_bytes = pfs_load(&c->staged_bytes),
+		.staged_blocks = pfs_load(&c->n.staged_blocks),
+		.admitted = pfs_load(&c->n.admitted),
+		.replaced = pfs_load(&c->n.replaced),
+		.refused = pfs_load(&c->n.refused),
+		.staged = pfs_load(&c->n.staged),
+		.stage_used = pfs_load(&c->n.stage_used),
+		.stage_stale = pfs_load(&c->n.stage_stale),
+		.prefetch_fills = pfs_load(&c->n.prefetch_fills),
+		.prefetch_used_bytes = pfs_load(&c->n.pf_used_bytes),
+		.prefetch_wasted_bytes = pfs_load(&c->n.pf_wasted_bytes),
+		.epoch = pfs_load(&c->epoch),
 	};
+}
+
+/* The names of this cache's metrics: here only. */
+#define ROW(name, member, gauge) PFS_STAT_ROW(struct pfs_bcache_stats, name, member, gauge)
+static const struct pfs_stat_row metrics[] = {
+	ROW("ram.budget", budget, 1),
+	ROW("ram.resident_bytes", resident_bytes, 1),
+	ROW("ram.resident_blocks", resident_blocks, 1),
+	ROW("ram.stage_budget", stage_budget, 1),
+	ROW("ram.staged_bytes", staged_bytes, 1),
+	ROW("ram.staged_blocks", staged_blocks, 1),
+	ROW("ram.admitted", admitted, 0),
+	ROW("ram.replaced", replaced, 0),
+	ROW("ram.refused", refused, 0),
+	ROW("ram.staged", staged, 0),
+	ROW("ram.stage_used", stage_used, 0),
+	ROW("ram.stage_stale", stage_stale, 0),
+	ROW("ram.prefetch_fills", prefetch_fills, 0),
+	ROW("prefetch.bytes_used", prefetch_used_bytes, 0),
+	ROW("prefetch.bytes_wasted", prefetch_wasted_bytes, 0),
+};
+#undef ROW
+
+void pfs_bcache_collect(void *c, struct pfs_stat_list *l)
+{
+	struct pfs_bcache_stats st;
+	pfs_bcache_stats(c, &st);
+	pfs_stat_list_add_rows(l, metrics, sizeof(metrics) / sizeof(metrics[0]), &st);
 }
 
 int pfs_bcache_contains(struct pfs_bcache *c, uint64_t ino, uint64_t idx)

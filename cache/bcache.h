@@ -108,4 +108,10 @@ struct pfs_bcache_stats {
 /* A snapshot (fields read one by one). Any thread. */
 void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out);
 
+/* Appends this cache's metrics (ram.budget, ram.resident_bytes, ...,
+ * prefetch.bytes_used, prefetch.bytes_wasted; prestofs(1) lists them) to
+ * l; c is a struct pfs_bcache. A pfs_stats_fn (util/stats.h). Any thread. */
+struct pfs_stat_list;
+void pfs_bcache_collect(void *c, struct pfs_stat_list *l);
+
 #endif

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 
 #include "epoch.h"
+#include "../util/atomic.h"
+#include "../util/stats.h"
 
 struct pfs_epoch {
 	uint32_t nfiles;
@@ -58,18 +60,18 @@ void pfs_epoch_destroy(struct pfs_epoch *t)
 /* 1 if an epoch that has read `n` files may end: most of those seen. */
 static int epoch_done(const struct pfs_epoch *t, uint32_t n)
 {
-	uint64_t seen = __atomic_load_n(&t->seen, __ATOMIC_ACQUIRE);
+	uint64_t seen = pfs_load_acq(&t->seen);
 	return (uint64_t)n * PFS_EPOCH_MOST_DEN >= seen * PFS_EPOCH_MOST_NUM;
 }
 
 uint64_t pfs_epoch_note_read(struct pfs_epoch *t, uint32_t file)
 {
-	uint64_t st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+	uint64_t st = pfs_load_acq(&t->state);
 	if (file >= t->nfiles)
 		return st >> 32;
 	for (;;) {
 		uint32_t ep = (uint32_t)(st >> 32);
-		uint32_t g = __atomic_load_n(&t->gen[file], __ATOMIC_ACQUIRE);
+		uint32_t g = pfs_load_acq(&t->gen[file]);
 		if (g == ep) {
 			if (!epoch_done(t, (uint32_t)st))
 				return ep; /* a re-read inside the epoch */
@@ -77,16 +79,16 @@ uint64_t pfs_epoch_note_read(struct pfs_epoch *t, uint32_t file)
 			uint64_t next = (uint64_t)(ep + 1) << 32;
 			__atomic_compare_exchange_n(&t->state, &st, next, 0,
 						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-			st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+			st = pfs_load_acq(&t->state);
 			continue;
 		}
 		if (g != 0 && (int32_t)(g - ep) > 0) {
-			st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+			st = pfs_load_acq(&t->state);
 			continue; /* read in a newer epoch than our snapshot */
 		}
 		if (!__atomic_compare_exchange_n(&t->gen[file], &g, ep, 0,
 						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+			st = pfs_load_acq(&t->state);
 			continue; /* another reader of the same file won */
 		}
 		if (g == 0)
@@ -102,23 +104,31 @@ uint64_t pfs_epoch_note_read(struct pfs_epoch *t, uint32_t file)
 
 uint64_t pfs_epoch_current(const struct pfs_epoch *t)
 {
-	return __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) >> 32;
+	return pfs_load_acq(&t->state) >> 32;
 }
 
 uint64_t pfs_epoch_files_read(const struct pfs_epoch *t)
 {
-	return (uint32_t)__atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+	return (uint32_t)pfs_load_acq(&t->state);
 }
 
 uint64_t pfs_epoch_files_seen(const struct pfs_epoch *t)
 {
-	return __atomic_load_n(&t->seen, __ATOMIC_ACQUIRE);
+	return pfs_load_acq(&t->seen);
 }
 
 int pfs_epoch_is_read(const struct pfs_epoch *t, uint32_t file)
 {
 	if (file >= t->nfiles)
 		return 0;
-	uint32_t epoch = (uint32_t)(__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) >> 32);
-	return __atomic_load_n(&t->gen[file], __ATOMIC_RELAXED) == epoch;
+	uint32_t epoch = (uint32_t)(pfs_load_acq(&t->state) >> 32);
+	return pfs_load(&t->gen[file]) == epoch;
+}
+
+void pfs_epoch_collect(void *ctx, struct pfs_stat_list *l)
+{
+	const struct pfs_epoch *t = ctx;
+	pfs_stat_list_add(l, "epoch.number", (double)pfs_epoch_current(t), 1);
+	pfs_stat_list_add(l, "epoch.files_read", (double)pfs_epoch_files_read(t), 1);
+	pfs_stat_list_add(l, "epoch.files_seen", (double)pfs_epoch_files_seen(t), 1);
 }

@@ -83,4 +83,10 @@ uint64_t pfs_epoch_files_seen(const struct pfs_epoch *t);
 /* 1 if `file` was read in the current epoch. Any thread; a snapshot. */
 int pfs_epoch_is_read(const struct pfs_epoch *t, uint32_t file);
 
+/* Appends epoch.number, epoch.files_read and epoch.files_seen (the three
+ * above) to l; t is a struct pfs_epoch. A pfs_stats_fn (util/stats.h).
+ * Any thread. */
+struct pfs_stat_list;
+void pfs_epoch_collect(void *t, struct pfs_stat_list *l);
+
 #endif

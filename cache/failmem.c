@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "failmem.h"
+#include "../util/atomic.h"
 
 #define SEC 1000000000ull
 #define PROBE 16
@@ -66,12 +67,12 @@ static struct slot *find(struct pfs_failmem *m, uint64_t key)
 static void drop(struct pfs_failmem *m, struct slot *s)
 {
 	*s = (struct slot){0};
-	__atomic_sub_fetch(&m->used, 1, __ATOMIC_RELAXED);
+	pfs_sub(&m->used, 1);
 }
 
 static int lookup(struct pfs_failmem *m, uint64_t key, uint64_t now_ns, int take)
 {
-	if (!__atomic_load_n(&m->used, __ATOMIC_RELAXED))
+	if (!pfs_load(&m->used))
 		return 0;
 	int rc = 0;
 	pthread_mutex_lock(&m->lock);
@@ -116,9 +117,9 @@ void pfs_failmem_note(struct pfs_failmem *m, uint64_t key, int err, uint64_t now
 				s = c;
 		}
 		if (s->until_ns)
-			__atomic_sub_fetch(&m->used, 1, __ATOMIC_RELAXED);
+			pfs_sub(&m->used, 1);
 		*s = (struct slot){.key = key};
-		__atomic_add_fetch(&m->used, 1, __ATOMIC_RELAXED);
+		pfs_add(&m->used, 1);
 	}
 	/* A failure noted by a fill that started before the last one ended
 	 * (parallel blocks of one file) is the same failure: one streak step
@@ -144,7 +145,7 @@ void pfs_failmem_note(struct pfs_failmem *m, uint64_t key, int err, uint64_t now
 
 void pfs_failmem_clear(struct pfs_failmem *m, uint64_t key)
 {
-	if (!__atomic_load_n(&m->used, __ATOMIC_RELAXED))
+	if (!pfs_load(&m->used))
 		return;
 	pthread_mutex_lock(&m->lock);
 	struct slot *s = find(m, key);
@@ -155,5 +156,5 @@ void pfs_failmem_clear(struct pfs_failmem *m, uint64_t key)
 
 uint64_t pfs_failmem_count(struct pfs_failmem *m)
 {
-	return __atomic_load_n(&m->used, __ATOMIC_RELAXED);
+	return pfs_load(&m->used);
 }

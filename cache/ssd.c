@@ -1,5 +1,6 @@
-/* ssd.c - see ssd.h. Open/close, the read path and the put queue; the
- * writer thread is in ssd_store.c, segment fds and the listing file in
+/* ssd.c - see ssd.h. Open/close and the counters; the read path is in
+ * ssd_read.c, the queue and the writer thread's loop in ssd_queue.c, one
+ * batch of the writer in ssd_store.c, segment fds and the listing file in
  * ssd_files.c, what they share in ssd_int.h.
  *
  * Layout of dir:
@@ -64,6 +65,7 @@
 
 #include "ssd_int.h"
 #include "../util/log.h"
+#include "../util/stats.h"
 
 #define DEFAULT_QUEUE (64ull << 20)
 #define DEFAULT_SEGMENT (256ull << 20)
@@ -112,17 +114,6 @@ int ssd_ent_decode(const MDB_val *v, struct ent *e, char *etag)
 		etag[e->etag_len] = 0;
 	}
 	return 0;
-}
-
-/* key = path NUL be64(block); returns its length, 0 when path is too long. */
-static size_t make_key(char *key, const char *path, uint64_t block)
-{
-	size_t n = strlen(path);
-	if (n > PFS_SSD_PATH_MAX)
-		return 0;
-	memcpy(key, path, n + 1);
-	ssd_be64((unsigned char *)key + n + 1, block);
-	return n + 9;
 }
 
 /* ---- open: directory, lock, index ---- */
@@ -569,281 +560,56 @@ void pfs_ssd_close(struct pfs_ssd *s)
 	free(s);
 }
 
-/* ---- the read path ---- */
-
-static int lookup(struct pfs_ssd *s, const char *key, size_t klen, struct ent *e, char *etag)
-{
-	MDB_val k = { klen, (void *)key }, v;
-	MDB_txn *txn;
-	int rc;
-
-	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)))
-		return ssd_mdb_err(rc);
-	rc = mdb_get(txn, s->db_blocks, &k, &v);
-	rc = rc ? ssd_mdb_err(rc) : ssd_ent_decode(&v, e, etag) ? -EUCLEAN : 0;
-	mdb_txn_abort(txn);
-	return rc;
-}
-
-static ZSTD_DCtx *dctx_take(struct pfs_ssd *s)
-{
-	ZSTD_DCtx *d = NULL;
-	pthread_mutex_lock(&s->dctx_lock);
-	if (s->ndctx)
-		d = s->dctx[--s->ndctx];
-	pthread_mutex_unlock(&s->dctx_lock);
-	return d ? d : ZSTD_createDCtx();
-}
-
-static void dctx_give(struct pfs_ssd *s, ZSTD_DCtx *d)
-{
-	pthread_mutex_lock(&s->dctx_lock);
-	if (s->ndctx < SSD_DCTX_KEEP) {
-		s->dctx[s->ndctx++] = d;
-		d = NULL;
-	}
-	pthread_mutex_unlock(&s->dctx_lock);
-	ZSTD_freeDCtx(d);
-}
-
-/* Reads and verifies e's bytes into buf (len == e->rlen). 0 or -EIO. */
-static int read_block(struct pfs_ssd *s, const struct ent *e, void *buf, size_t len)
-{
-	struct segfd *f;
-	void *tmp = NULL;
-	ZSTD_DCtx *d;
-	size_t n;
-	int rc;
-
-	if (ssd_seg_get(s, e->seg, 0, &f))
-		return -EIO;
-	if (e->codec == CODEC_RAW) {
-		rc = ssd_pread_full(f->fd, buf, len, e->off);
-		if (!rc && XXH3_64bits(buf, len) != e->sum)
-			rc = -EIO;
-		goto put_seg;
-	}
-	if (!(tmp = malloc(e->slen))) {
-		rc = -ENOMEM;
-		goto put_seg;
-	}
-	rc = ssd_pread_full(f->fd, tmp, e->slen, e->off);
-	if (!rc && XXH3_64bits(tmp, e->slen) != e->sum)
-		rc = -EIO;
-	if (!rc) {
-		if (!(d = dctx_take(s))) {
-			rc = -ENOMEM;
-			goto put_seg;
-		}
-		n = ZSTD_decompressDCtx(d, buf, len, tmp, e->slen);
-		if (ZSTD_isError(n) || n != len)
-			rc = -EIO;
-		dctx_give(s, d);
-	}
-put_seg:
-	free(tmp);
-	ssd_seg_put(s, f);
-	return rc < 0 && rc != -ENOMEM ? -EIO : rc;
-}
-
-/* Asks the writer to remove key's entry if it is still the one at
- * (seg, off); seg UINT32_MAX: whatever is there. Best effort. */
-static void queue_drop(struct pfs_ssd *s, const char *key, size_t klen, uint32_t seg,
-		       uint64_t off)
-{
-	struct item *it;
-	if (ssd_load(&s->disabled) || !(it = calloc(1, sizeof(*it) + klen)))
-		return;
-	it->kind = ITEM_DROP;
-	it->seg = seg;
-	it->off = off;
-	it->klen = klen;
-	it->cost = sizeof(*it) + klen;
-	memcpy(it->key, key, klen);
-	pthread_mutex_lock(&s->q_lock);
-	if (s->q_drops >= SSD_DROP_MAX || ssd_load(&s->disabled)) {
-		pthread_mutex_unlock(&s->q_lock);
-		free(it);
-		return;
-	}
-	*s->q_tail = it;
-	s->q_tail = &it->next;
-	s->q_bytes += it->cost;
-	s->q_drops++;
-	s->enq_ticket++;
-	pthread_cond_signal(&s->q_wake);
-	pthread_mutex_unlock(&s->q_lock);
-}
-
-static void record_hit(struct pfs_ssd *s, const char *key, size_t klen)
-{
-	struct touch *t;
-	if (s->evict != PFS_SSD_EVICT_LRU || ssd_load(&s->disabled) ||
-	    !(t = malloc(sizeof(*t) + klen)))
-		return;
-	t->klen = klen;
-	memcpy(t->key, key, klen);
-	pthread_mutex_lock(&s->q_lock);
-	if (s->t_count >= SSD_TOUCH_MAX) { /* the writer is behind: recency is a hint */
-		pthread_mutex_unlock(&s->q_lock);
-		free(t);
-		return;
-	}
-	t->next = NULL;
-	*s->t_tail = t;
-	s->t_tail = &t->next;
-	if (++s->t_count == SSD_TOUCH_BATCH)
-		pthread_cond_signal(&s->q_wake);
-	pthread_mutex_unlock(&s->q_lock);
-}
-
-int pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		void *buf, size_t len, char *etag)
-{
-	char key[SSD_KEY_MAX];
-	struct ent e, e2;
-	size_t klen;
-	int rc;
-
-	if (!s || !s->env || !(klen = make_key(key, path, block)))
-		goto miss;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		rc = lookup(s, key, klen, &e, etag);
-		if (rc == -EUCLEAN) { /* a malformed record: never serve it */
-			ssd_add(&s->st_csum, 1);
-			pfs_warn("ssd_dir %s: bad index record for %s block %llu; dropped",
-				 s->dir, path, (unsigned long long)block);
-			queue_drop(s, key, klen, UINT32_MAX, 0);
-			return -EIO;
-		}
-		if (rc)
-			goto miss; /* -ENOENT, or the index unreadable: a miss either way */
-		if (e.fp != fp || e.rlen != len) {
-			ssd_add(&s->st_stale, 1);
-			queue_drop(s, key, klen, e.seg, e.off);
-			return -ESTALE;
-		}
-		rc = read_block(s, &e, buf, len);
-		if (rc == 0) {
-			ssd_add(&s->st_hits, 1);
-			record_hit(s, key, klen);
-			return 0;
-		}
-		if (rc == -ENOMEM)
-			goto miss;
-		/* Evicted (punched) under us, or really bad? Ask the index again. */
-		if (lookup(s, key, klen, &e2, NULL) == 0 && e2.seg == e.seg && e2.off == e.off &&
-		    e2.sum == e.sum) {
-			ssd_add(&s->st_csum, 1);
-			pfs_warn("ssd_dir %s: %s block %llu failed its checksum (segment %u "
-				 "offset %llu); dropped", s->dir, path, (unsigned long long)block,
-				 e.seg, (unsigned long long)e.off);
-			queue_drop(s, key, klen, e.seg, e.off);
-			return -EIO;
-		}
-	}
-miss:
-	if (s)
-		ssd_add(&s->st_misses, 1);
-	return -ENOENT;
-}
-
-/* ---- the write queue ---- */
-
-int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		const char *etag, const void *buf, size_t len)
-{
-	char key[SSD_KEY_MAX];
-	size_t klen, el = etag ? strlen(etag) : 0;
-	uint64_t alen = ssd_alignup(len);
-	struct item *it;
-	int rc;
-
-	if (!s || !len || len > UINT32_MAX || el >= PFS_SSD_ETAG_MAX)
-		return -EINVAL;
-	if (!(klen = make_key(key, path, block)))
-		return -ENAMETOOLONG;
-	if (ssd_load(&s->disabled)) {
-		rc = -EAGAIN;
-		goto refuse;
-	}
-	if (!(it = calloc(1, sizeof(*it) + klen)) || !(it->data = malloc(len))) {
-		free(it);
-		rc = -EAGAIN;
-		goto refuse;
-	}
-	it->kind = ITEM_PUT;
-	it->fp = fp;
-	it->len = len;
-	it->klen = klen;
-	it->cost = sizeof(*it) + klen + len;
-	memcpy(it->key, key, klen);
-	memcpy(it->etag, etag ? etag : "", el + 1);
-	memcpy(it->data, buf, len);
-
-	pthread_mutex_lock(&s->q_lock);
-	if (ssd_load(&s->disabled))
-		rc = -EAGAIN;
-	else if (s->evict == PFS_SSD_EVICT_NONE &&
-		 (ssd_load(&s->full) || ssd_load(&s->st_bytes) + s->q_alen + alen > s->budget))
-		rc = -ENOSPC; /* counts raw sizes: a compressible block may be refused early */
-	else if (s->q_bytes + it->cost > s->queue_max)
-		rc = -EAGAIN;
-	else
-		rc = 0;
-	if (rc == 0) {
-		*s->q_tail = it;
-		s->q_tail = &it->next;
-		s->q_bytes += it->cost;
-		s->q_alen += alen;
-		s->enq_ticket++;
-		pthread_cond_signal(&s->q_wake);
-	}
-	pthread_mutex_unlock(&s->q_lock);
-	if (rc == 0) {
-		ssd_add(&s->st_queued, 1);
-		return 0;
-	}
-	ssd_item_free(it);
-refuse:
-	ssd_add(&s->st_dropped, 1);
-	return rc;
-}
-
-void pfs_ssd_flush(struct pfs_ssd *s)
-{
-	uint64_t target;
-	if (!s || !s->writer_started)
-		return;
-	pthread_mutex_lock(&s->q_lock);
-	target = ++s->enq_ticket;
-	s->want_pass = 1;
-	pthread_cond_signal(&s->q_wake);
-	while (s->done_ticket < target)
-		pthread_cond_wait(&s->q_done, &s->q_lock);
-	pthread_mutex_unlock(&s->q_lock);
-}
-
 void pfs_ssd_stats(struct pfs_ssd *s, struct pfs_ssd_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!s)
 		return;
-	out->hits = ssd_load(&s->st_hits);
-	out->misses = ssd_load(&s->st_misses);
-	out->bytes = ssd_load(&s->st_bytes);
-	out->raw_bytes = ssd_load(&s->st_raw);
-	out->entries = ssd_load(&s->st_entries);
-	out->checksum_failures = ssd_load(&s->st_csum);
-	out->evictions = ssd_load(&s->st_evict);
-	out->write_errors = ssd_load(&s->st_werr);
-	out->queued = ssd_load(&s->st_queued);
-	out->dropped = ssd_load(&s->st_dropped);
-	out->compressed_blocks = ssd_load(&s->st_comp);
-	out->stale = ssd_load(&s->st_stale);
-	out->disabled = (uint64_t)ssd_load(&s->disabled);
+	out->hits = pfs_load(&s->st_hits);
+	out->misses = pfs_load(&s->st_misses);
+	out->bytes = pfs_load(&s->st_bytes);
+	out->raw_bytes = pfs_load(&s->st_raw);
+	out->entries = pfs_load(&s->st_entries);
+	out->checksum_failures = pfs_load(&s->st_csum);
+	out->evictions = pfs_load(&s->st_evict);
+	out->write_errors = pfs_load(&s->st_werr);
+	out->queued = pfs_load(&s->st_queued);
+	out->dropped = pfs_load(&s->st_dropped);
+	out->compressed_blocks = pfs_load(&s->st_comp);
+	out->stale = pfs_load(&s->st_stale);
+	out->disabled = (uint64_t)pfs_load(&s->disabled);
 	out->budget = s->budget;
 	pthread_mutex_lock(&s->q_lock);
 	out->queue_bytes = s->q_bytes;
 	pthread_mutex_unlock(&s->q_lock);
+}
+
+/* The names of the tier's metrics: here only. ssd.queued counts the puts
+ * accepted but is typed a gauge, as it always was: a counter's Prometheus
+ * name would change (prestofs_ssd_queued_total). */
+#define ROW(name, member, gauge) PFS_STAT_ROW(struct pfs_ssd_stats, name, member, gauge)
+static const struct pfs_stat_row metrics[] = {
+	ROW("ssd.hits", hits, 0),
+	ROW("ssd.misses", misses, 0),
+	ROW("ssd.stale", stale, 0),
+	ROW("ssd.bytes", bytes, 1),
+	ROW("ssd.raw_bytes", raw_bytes, 1),
+	ROW("ssd.entries", entries, 1),
+	ROW("ssd.budget", budget, 1),
+	ROW("ssd.checksum_failures", checksum_failures, 0),
+	ROW("ssd.evictions", evictions, 0),
+	ROW("ssd.write_errors", write_errors, 0),
+	ROW("ssd.queued", queued, 1),
+	ROW("ssd.queue_bytes", queue_bytes, 1),
+	ROW("ssd.dropped", dropped, 0),
+	ROW("ssd.compressed_blocks", compressed_blocks, 0),
+	ROW("ssd.disabled", disabled, 1),
+};
+#undef ROW
+
+void pfs_ssd_collect(void *s, struct pfs_stat_list *l)
+{
+	struct pfs_ssd_stats st;
+	pfs_ssd_stats(s, &st);
+	pfs_stat_list_add_rows(l, metrics, sizeof(metrics) / sizeof(metrics[0]), &st);
 }

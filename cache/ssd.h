@@ -27,7 +27,7 @@
  * misses), not an error: the mount keeps working from RAM and the origin.
  * A corrupt index is set aside and the tier starts empty.
  *
- * Threads: pfs_ssd_get, pfs_ssd_put, pfs_ssd_flush, pfs_ssd_stats,
+ * Threads: pfs_ssd_get, pfs_ssd_put, pfs_ssd_flush, pfs_ssd_stats, pfs_ssd_collect,
  * pfs_ssd_save_listing and pfs_ssd_load_listing may be called by any number
  * of threads at once. pfs_ssd_open and pfs_ssd_close are called once each,
  * by one thread, with no other call in progress on that tier.
@@ -137,7 +137,14 @@ void pfs_ssd_flush(struct pfs_ssd *s);
 int pfs_ssd_save_listing(struct pfs_ssd *s, const void *buf, size_t len);
 int pfs_ssd_load_listing(struct pfs_ssd *s, char **buf, size_t *len);
 
-/* A snapshot of the counters; any thread, any time. */
+/* A snapshot of the counters; any thread, any time. s NULL: all 0. */
 void pfs_ssd_stats(struct pfs_ssd *s, struct pfs_ssd_stats *out);
+
+/* Appends the tier's metrics (ssd.hits, ..., ssd.budget; prestofs(1)
+ * lists them) to l; s is a struct pfs_ssd, or NULL for a mount without
+ * an SSD tier (the same names, all 0). A pfs_stats_fn (util/stats.h).
+ * Any thread. */
+struct pfs_stat_list;
+void pfs_ssd_collect(void *s, struct pfs_stat_list *l);
 
 #endif

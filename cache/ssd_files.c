@@ -168,7 +168,7 @@ int pfs_ssd_save_listing(struct pfs_ssd *s, const void *buf, size_t len)
 		return -EINVAL;
 	if (len > PFS_SSD_LISTING_MAX)
 		return -EFBIG;
-	if (!s->env || ssd_load(&s->disabled))
+	if (!s->env || pfs_load(&s->disabled))
 		return -EROFS;
 	ssd_path_in(s, "listing.XXXXXX", tmp);
 	ssd_path_in(s, "listing", path);

@@ -1,7 +1,14 @@
-/* ssd_int.h - private to cache/ssd.c and cache/ssd_store.c: the tier's
- * struct, the on-disk record formats, and the helpers both halves use.
- * Nothing outside cache/ssd*.c includes this. See ssd.c's top comment for
- * the design. */
+/* ssd_int.h - private to the SSD tier's files: the tier's struct, the
+ * on-disk record formats, and the helpers they share. Nothing outside
+ * cache/ssd*.c includes this. See ssd.c's top comment for the design.
+ *
+ *   ssd.c        open and close (directory, lock, index), counters
+ *   ssd_read.c   the read path (pfs_ssd_get)
+ *   ssd_queue.c  the queue (pfs_ssd_put, flush, hits, drops) and the
+ *                writer thread's loop
+ *   ssd_store.c  one batch of the writer: compress, index, append, sync
+ *   ssd_files.c  segment fds, the saved listing
+ */
 #ifndef PFS_SSD_INT_H
 #define PFS_SSD_INT_H
 
@@ -12,6 +19,7 @@
 #include <zstd.h>
 
 #include "ssd.h"
+#include "../util/atomic.h"
 
 #define SSD_FORMAT 1             /* meta "format": bump on any record change */
 #define SSD_ALIGN 4096u          /* entries start on file-system block bounds */
@@ -134,16 +142,12 @@ struct pfs_ssd {
 	uint64_t cur_end;         /* append offset in cur_seg */
 	uint64_t next_seq;
 
-	/* Atomics (__atomic builtins); the gauges are written by the writer. */
+	/* Atomics (util/atomic.h); the gauges are written by the writer. */
 	uint64_t st_hits, st_misses, st_bytes, st_raw, st_entries, st_csum,
 		st_evict, st_werr, st_queued, st_dropped, st_comp, st_stale;
 	int disabled;
 	int full;                 /* EVICT_NONE: the writer had to refuse */
 };
-
-#define ssd_add(p, n) __atomic_add_fetch((p), (n), __ATOMIC_RELAXED)
-#define ssd_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define ssd_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 static inline uint64_t ssd_alignup(uint64_t n)
 {
@@ -162,6 +166,18 @@ static inline uint64_t ssd_get_be64(const unsigned char *p)
 	for (int i = 0; i < 8; i++)
 		v = v << 8 | p[i];
 	return v;
+}
+
+/* key = path NUL be64(block); returns its length, 0 when path is too
+ * long. key has room for SSD_KEY_MAX bytes. */
+static inline size_t ssd_make_key(char *key, const char *path, uint64_t block)
+{
+	size_t n = strlen(path);
+	if (n > PFS_SSD_PATH_MAX)
+		return 0;
+	memcpy(key, path, n + 1);
+	ssd_be64((unsigned char *)key + n + 1, block);
+	return n + 9;
 }
 
 /* Parses a blocks DB value; returns 0, or -EIO when malformed. etag may be
@@ -189,12 +205,24 @@ void ssd_seg_put(struct pfs_ssd *s, struct segfd *f);
 void ssd_seg_forget(struct pfs_ssd *s, uint32_t id);
 void ssd_seg_close_all(struct pfs_ssd *s);
 
-/* The writer thread's body (ssd_store.c). */
+/* ssd_queue.c. The writer thread's body. */
 void *ssd_writer_main(void *arg);
-
-/* ENABLED -> DISABLED, once: logs why, drops the queue. */
+/* ENABLED -> DISABLED, once: logs why, drops the queue. Any thread. */
 void ssd_disable(struct pfs_ssd *s, int err, const char *what);
-
+/* Frees a queued item and its buffers. NULL allowed. */
 void ssd_item_free(struct item *it);
+/* Asks the writer to remove key's entry if it is still the one at
+ * (seg, off); seg UINT32_MAX: whatever is there. Best effort: nothing is
+ * queued on a disabled tier or past SSD_DROP_MAX drops. Any thread. */
+void ssd_queue_drop(struct pfs_ssd *s, const char *key, size_t klen, uint32_t seg,
+		    uint64_t off);
+/* Records a hit on key for the LRU order (EVICT_LRU only; best effort: at
+ * most SSD_TOUCH_MAX wait for the writer). Any thread. */
+void ssd_record_hit(struct pfs_ssd *s, const char *key, size_t klen);
+
+/* ssd_store.c. Runs one batch (items and touches taken off the queue) on
+ * the writer thread, no lock held; a failure disables the tier. The
+ * caller keeps and frees the lists. */
+void ssd_run_batch(struct pfs_ssd *s, struct item *items, struct touch *touches);
 
 #endif

@@ -1,5 +1,5 @@
-/* ssd_store.c - the SSD tier's writer thread and segment files; see ssd.c
- * for the design. One batch, in this order:
+/* ssd_store.c - one batch of the SSD tier's writer thread (its loop is in
+ * ssd_queue.c); see ssd.c for the design. One batch, in this order:
  *
  *   1. compress and checksum the queued blocks (no lock, no txn);
  *   2. txn A: apply recorded hits (LRU order), drops, replaced versions and
@@ -28,52 +28,6 @@
 
 #define AUTO_SAMPLES 16
 #define AUTO_MAX_RATIO 0.9
-
-void ssd_item_free(struct item *it)
-{
-	if (!it)
-		return;
-	if (it->stored && it->stored != it->data)
-		free(it->stored);
-	free(it->data);
-	free(it);
-}
-
-/* ---- the disabled state ---- */
-
-void ssd_disable(struct pfs_ssd *s, int err, const char *what)
-{
-	struct item *it;
-	struct touch *t;
-
-	ssd_add(&s->st_werr, 1);
-	if (__atomic_exchange_n(&s->disabled, 1, __ATOMIC_SEQ_CST))
-		return;
-	pfs_err("ssd_dir %s: %s: %s; SSD tier disabled: queued blocks dropped, no more "
-		"writes, reads of stored blocks go on", s->dir, what, strerror(-err));
-	pthread_mutex_lock(&s->q_lock);
-	while ((it = s->q_head)) {
-		s->q_head = it->next;
-		s->q_bytes -= it->cost;
-		if (it->kind == ITEM_PUT) {
-			s->q_alen -= ssd_alignup(it->len);
-			ssd_add(&s->st_dropped, 1);
-		} else {
-			s->q_drops--;
-		}
-		ssd_item_free(it);
-	}
-	s->q_tail = &s->q_head;
-	while ((t = s->t_head)) {
-		s->t_head = t->next;
-		free(t);
-	}
-	s->t_tail = &s->t_head;
-	s->t_count = 0;
-	s->done_ticket = s->enq_ticket;
-	pthread_cond_broadcast(&s->q_done);
-	pthread_mutex_unlock(&s->q_lock);
-}
 
 /* ---- compression ---- */
 
@@ -325,7 +279,7 @@ static int evict_one(struct pfs_ssd *s, MDB_txn *txn, struct batch *b)
 	memcpy(key, d.mv_data, klen);
 	rc = find(s, txn, key, klen, &e, NULL, NULL);
 	if (rc == 0 && e.seq == seq) {
-		ssd_add(&s->st_evict, 1);
+		pfs_add(&s->st_evict, 1);
 		return free_ent(s, txn, b, key, klen, &e);
 	}
 	if (rc && rc != -ENOENT)
@@ -348,9 +302,9 @@ static int put_counters(struct pfs_ssd *s, MDB_txn *txn, const struct counters *
 
 static void publish(struct pfs_ssd *s, const struct counters *c)
 {
-	ssd_store(&s->st_bytes, c->bytes);
-	ssd_store(&s->st_raw, c->raw);
-	ssd_store(&s->st_entries, c->entries);
+	pfs_store(&s->st_bytes, c->bytes);
+	pfs_store(&s->st_raw, c->raw);
+	pfs_store(&s->st_entries, c->entries);
 }
 
 /* ---- one batch ---- */
@@ -386,7 +340,7 @@ static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 			continue;
 		if (it->alen > s->budget) { /* could never fit */
 			it->skip = 1;
-			ssd_add(&s->st_dropped, 1);
+			pfs_add(&s->st_dropped, 1);
 			continue;
 		}
 		rc = find(s, txn, it->key, it->klen, &e, val, &vlen);
@@ -421,9 +375,9 @@ static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 			continue;
 		if (b->c.bytes + need + it->alen > s->budget) {
 			it->skip = 1;
-			ssd_add(&s->st_dropped, 1);
+			pfs_add(&s->st_dropped, 1);
 			if (s->evict == PFS_SSD_EVICT_NONE)
-				ssd_store(&s->full, 1);
+				pfs_store(&s->full, 1);
 			continue;
 		}
 		need += it->alen;
@@ -467,8 +421,8 @@ static void reclaim(struct pfs_ssd *s, struct batch *b)
 		ssd_seg_put(s, f);
 	}
 	b->ndead = b->npunch = 0;
-	if (b->changed && ssd_load(&s->st_bytes) > b->c.bytes)
-		ssd_store(&s->full, 0);
+	if (b->changed && pfs_load(&s->st_bytes) > b->c.bytes)
+		pfs_store(&s->full, 0);
 	publish(s, &b->c);
 }
 
@@ -531,7 +485,7 @@ static int phase_b(struct pfs_ssd *s, struct item *items, struct batch *b, const
 				(s->cur_end > 0 && s->cur_end + it->alen > s->seg_size);
 			if (nsw == SEGW_MAX) { /* tiny segments: the rest waits for no one */
 				it->skip = 1;
-				ssd_add(&s->st_dropped, 1);
+				pfs_add(&s->st_dropped, 1);
 				continue;
 			}
 			if (rotate) {
@@ -616,7 +570,7 @@ static int phase_b(struct pfs_ssd *s, struct item *items, struct batch *b, const
 	}
 	for (it = items; it; it = it->next)
 		if (it->kind == ITEM_PUT && !it->skip && it->codec == CODEC_ZSTD)
-			ssd_add(&s->st_comp, 1);
+			pfs_add(&s->st_comp, 1);
 	goto release;
 abort:
 	mdb_txn_abort(txn);
@@ -626,7 +580,7 @@ release:
 	return rc;
 }
 
-static void run_batch(struct pfs_ssd *s, struct item *items, struct touch *touches)
+void ssd_run_batch(struct pfs_ssd *s, struct item *items, struct touch *touches)
 {
 	struct batch b = { 0 };
 	const char *what = "index update";
@@ -647,9 +601,9 @@ static void run_batch(struct pfs_ssd *s, struct item *items, struct touch *touch
 		if (!it->skip)
 			prepare(s, it);
 	}
-	b.c.bytes = ssd_load(&s->st_bytes);
-	b.c.raw = ssd_load(&s->st_raw);
-	b.c.entries = ssd_load(&s->st_entries);
+	b.c.bytes = pfs_load(&s->st_bytes);
+	b.c.raw = pfs_load(&s->st_raw);
+	b.c.entries = pfs_load(&s->st_entries);
 	if ((rc = phase_a(s, items, touches, &b)))
 		goto fail;
 	reclaim(s, &b);
@@ -662,59 +616,4 @@ fail:
 out:
 	free(b.punch);
 	free(b.dead);
-}
-
-void *ssd_writer_main(void *arg)
-{
-	struct pfs_ssd *s = arg;
-	struct item *items, *it;
-	struct touch *touches, *t;
-	uint64_t ticket, bytes, alen;
-	unsigned drops;
-
-	pthread_mutex_lock(&s->q_lock);
-	for (;;) {
-		while (!s->stop && !s->q_head && !s->want_pass && s->t_count < SSD_TOUCH_BATCH)
-			pthread_cond_wait(&s->q_wake, &s->q_lock);
-		if (s->stop && !s->q_head && !s->want_pass && !s->t_head)
-			break; /* recorded hits are applied before closing too */
-		items = s->q_head;
-		s->q_head = NULL;
-		s->q_tail = &s->q_head;
-		touches = s->t_head;
-		s->t_head = NULL;
-		s->t_tail = &s->t_head;
-		s->t_count = 0;
-		s->want_pass = 0;
-		ticket = s->enq_ticket;
-		pthread_mutex_unlock(&s->q_lock);
-
-		if (!ssd_load(&s->disabled))
-			run_batch(s, items, touches);
-		bytes = alen = 0;
-		drops = 0;
-		while ((it = items)) {
-			items = it->next;
-			bytes += it->cost;
-			if (it->kind == ITEM_PUT)
-				alen += ssd_alignup(it->len);
-			else
-				drops++;
-			ssd_item_free(it);
-		}
-		while ((t = touches)) {
-			touches = t->next;
-			free(t);
-		}
-
-		pthread_mutex_lock(&s->q_lock);
-		s->q_bytes -= bytes;
-		s->q_alen -= alen;
-		s->q_drops -= drops;
-		if (s->done_ticket < ticket)
-			s->done_ticket = ticket;
-		pthread_cond_broadcast(&s->q_done);
-	}
-	pthread_mutex_unlock(&s->q_lock);
-	return NULL;
 }

@@ -17,6 +17,7 @@
 #include "ftable.h"
 #include "listing.h"
 #include "../util/log.h"
+#include "../util/atomic.h"
 
 #define F_DIR 1u
 #define F_EXPLICIT 2u
@@ -398,7 +399,7 @@ int pfs_ftable_path(const struct pfs_ftable *ft, uint32_t node, char *buf, size_
 
 void pfs_ftable_etag(const struct pfs_ftable *ft, uint32_t node, char *out)
 {
-	const char *e = node < ft->n ? __atomic_load_n(&ft->etags[node], __ATOMIC_ACQUIRE) : NULL;
+	const char *e = node < ft->n ? pfs_load_acq(&ft->etags[node]) : NULL;
 	if (e)
 		memcpy(out, e, strlen(e) + 1);
 	else
@@ -409,7 +410,7 @@ int pfs_ftable_set_etag(struct pfs_ftable *ft, uint32_t node, const char *etag)
 {
 	if (node >= ft->n || !etag[0])
 		return -EINVAL;
-	char *cur = __atomic_load_n(&ft->etags[node], __ATOMIC_ACQUIRE);
+	char *cur = pfs_load_acq(&ft->etags[node]);
 	if (!cur) {
 		char *copy = strdup(etag);
 		if (!copy)

@@ -17,6 +17,7 @@
 #include "../cache/epoch.h"
 #include "../catalog/ftable.h"
 #include "../util/clock.h"
+#include "../util/stats.h"
 
 #define RA_QUEUE 1024
 #define NSTREAMS 64
@@ -543,4 +544,28 @@ void pfs_prefetch_stats(struct pfs_prefetch *p, struct pfs_prefetch_stats *out)
 	out->order_unknown = p->order_unknown;
 	out->order_position = p->order_pos;
 	pthread_mutex_unlock(&p->lock);
+}
+
+/* The names of the prefetcher's metrics: here only (prefetch.bytes_used
+ * and prefetch.bytes_wasted are counted, and named, by the cache). */
+#define ROW(name, member, gauge) PFS_STAT_ROW(struct pfs_prefetch_stats, name, member, gauge)
+static const struct pfs_stat_row metrics[] = {
+	ROW("prefetch.inflight", inflight, 1),
+	ROW("prefetch.blocks", blocks, 0),
+	ROW("prefetch.bytes", bytes, 0),
+	ROW("prefetch.errors", errors, 0),
+	ROW("prefetch.readahead_blocks", readahead_blocks, 0),
+	ROW("prefetch.background_files", background_files, 0),
+	ROW("prefetch.skipped_cached", skipped_cached, 0),
+	ROW("prefetch.order_entries", order_entries, 1),
+	ROW("prefetch.order_unknown", order_unknown, 1),
+	ROW("prefetch.order_position", order_position, 1),
+};
+#undef ROW
+
+void pfs_prefetch_collect(void *p, struct pfs_stat_list *l)
+{
+	struct pfs_prefetch_stats st;
+	pfs_prefetch_stats(p, &st);
+	pfs_stat_list_add_rows(l, metrics, sizeof(metrics) / sizeof(metrics[0]), &st);
 }

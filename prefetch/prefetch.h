@@ -101,7 +101,13 @@ void pfs_prefetch_order_begin(struct pfs_prefetch *p);
 void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint64_t *objs, size_t n,
 			    size_t unknown);
 
+/* A snapshot of the counters (one lock, briefly). Any thread. */
 void pfs_prefetch_stats(struct pfs_prefetch *p, struct pfs_prefetch_stats *out);
+/* Appends the prefetcher's metrics (prefetch.inflight, ...; prestofs(1)
+ * lists them) to l; p is a struct pfs_prefetch. A pfs_stats_fn
+ * (util/stats.h). Any thread. */
+struct pfs_stat_list;
+void pfs_prefetch_collect(void *p, struct pfs_stat_list *l);
 
 /* Runs one scheduling step on the calling thread: takes the next item (if
  * the cache has room) and fetches it. Returns 1 if it fetched something, 0

@@ -11,6 +11,7 @@
 #include <fuse_log.h>
 
 #include "log.h"
+#include "atomic.h"
 #include "clock.h"
 
 int pfs_log_threshold = PFS_LOG_INFO;
@@ -134,13 +135,13 @@ int pfs_log_limit_check(const char *key, uint64_t now_ns, uint64_t *dropped_key,
 	}
 	pthread_mutex_unlock(&limit_lock);
 	if (!write_it)
-		__atomic_add_fetch(&dropped_total, 1, __ATOMIC_RELAXED);
+		pfs_add(&dropped_total, 1);
 	return write_it;
 }
 
 uint64_t pfs_log_limit_dropped(void)
 {
-	return __atomic_load_n(&dropped_total, __ATOMIC_RELAXED);
+	return pfs_load(&dropped_total);
 }
 
 int pfs_log_limited(enum pfs_log_level level, const char *key, const char *fmt, ...)

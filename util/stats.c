@@ -1,9 +1,11 @@
 /* stats.c - see stats.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stats.h"
+#include "log.h"
 
 struct pfs_stats pfs_stats;
 
@@ -11,10 +13,7 @@ struct pfs_stats pfs_stats;
 void pfs_stats_inflight_begin(void)
 {
 	uint64_t now = pfs_stat_add(origin_inflight, 1);
-	uint64_t max = pfs_stat_get(origin_inflight_max);
-	while (now > max && !__atomic_compare_exchange_n(&pfs_stats.origin_inflight_max,
-			&max, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	pfs_store_max(&pfs_stats.origin_inflight_max, now);
 }
 
 void pfs_stats_inflight_end(void)
@@ -29,11 +28,28 @@ static const char *const op_keys[PFS_OP__COUNT] = {
 	"fuse.write_denied",
 };
 
-void pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
-		       int is_gauge)
+int pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
+		      int is_gauge)
 {
-	if (l->n < sizeof(l->kv) / sizeof(l->kv[0]))
-		l->kv[l->n++] = (struct pfs_stat_kv){name, value, is_gauge};
+	static int logged; /* atomic */
+	if (l->n >= PFS_STAT_LIST_MAX) {
+		if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+			pfs_err("statistics: more than %d values, %s and later ones dropped "
+				"(raise PFS_STAT_LIST_MAX)", PFS_STAT_LIST_MAX, name);
+		return -ENOSPC;
+	}
+	l->kv[l->n++] = (struct pfs_stat_kv){name, value, is_gauge};
+	return 0;
+}
+
+void pfs_stat_list_add_rows(struct pfs_stat_list *l, const struct pfs_stat_row *rows,
+			    size_t nrows, const void *snapshot)
+{
+	for (size_t i = 0; i < nrows; i++) {
+		uint64_t v;
+		memcpy(&v, (const char *)snapshot + rows[i].offset, sizeof(v));
+		pfs_stat_list_add(l, rows[i].name, (double)v, rows[i].is_gauge);
+	}
 }
 
 void pfs_stats_collect(struct pfs_stat_list *l)

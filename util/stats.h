@@ -6,8 +6,10 @@
 #ifndef PFS_STATS_H
 #define PFS_STATS_H
 
-#include <stddef.h>
+#include <stddef.h> /* offsetof */
 #include <stdint.h>
+
+#include "atomic.h"
 
 enum pfs_op {
 	PFS_OP_LOOKUP, PFS_OP_GETATTR, PFS_OP_OPEN, PFS_OP_READ, PFS_OP_RELEASE,
@@ -34,9 +36,9 @@ struct pfs_stats {
 
 extern struct pfs_stats pfs_stats;
 
-#define pfs_stat_add(field, n) __atomic_add_fetch(&pfs_stats.field, (n), __ATOMIC_RELAXED)
-#define pfs_stat_sub(field, n) __atomic_sub_fetch(&pfs_stats.field, (n), __ATOMIC_RELAXED)
-#define pfs_stat_get(field) __atomic_load_n(&pfs_stats.field, __ATOMIC_RELAXED)
+#define pfs_stat_add(field, n) pfs_add(&pfs_stats.field, (n))
+#define pfs_stat_sub(field, n) pfs_sub(&pfs_stats.field, (n))
+#define pfs_stat_get(field) pfs_load(&pfs_stats.field)
 #define pfs_stat_op(op) pfs_stat_add(ops[(op)], 1)
 
 /* Marks one origin request as started/finished (keeps the in-flight gauges). */
@@ -44,23 +46,58 @@ void pfs_stats_inflight_begin(void);
 void pfs_stats_inflight_end(void);
 
 /* A flat list of named values ("origin.requests"), gathered from several
- * modules and rendered as JSON (nested by the dots) or Prometheus text. */
+ * modules and rendered as JSON (nested by the dots) or Prometheus text.
+ *
+ * Each module names its own metrics, in one place: its stats function
+ * (pfs_stats_fn) appends them. Names are "group.member" or "member",
+ * lowercase, [a-z0-9_] around the one dot, at most PFS_STAT_NAME_MAX bytes:
+ * a group becomes a JSON object, a Prometheus name is prestofs_ + the name
+ * with the dot as '_' (+ _total on counters). */
+#define PFS_STAT_NAME_MAX 64
+
 struct pfs_stat_kv {
-	const char *name; /* dotted; static storage */
+	const char *name; /* static storage */
 	double value;
 	int is_gauge;     /* Prometheus type: gauge, else counter */
 };
 
+/* Room for every metric of the daemon (about 90 today; tests/unit/
+ * test_stats.c counts them). Lives on the caller's stack: zero n first. */
+#define PFS_STAT_LIST_MAX 256
+
 struct pfs_stat_list {
-	struct pfs_stat_kv kv[128];
+	struct pfs_stat_kv kv[PFS_STAT_LIST_MAX];
 	size_t n;
 };
 
-/* Appends one value (silently dropped when the list is full). */
-void pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
-		       int is_gauge);
-/* Appends this module's counters (origin.*, ram.*, coalesced,
- * listing.*, fuse.*). */
+/* A module's stats function: appends the module's values to l. ctx is the
+ * module's handle, as registered. Called on any thread, at every render of
+ * the control files; takes at most the module's own locks, briefly. */
+typedef void (*pfs_stats_fn)(void *ctx, struct pfs_stat_list *l);
+
+/* Appends one value; name must outlive l (a string literal). Returns 0, or
+ * -ENOSPC when the list is full: the value is dropped, and the first drop
+ * of the process is logged as an error (a bug: raise PFS_STAT_LIST_MAX;
+ * the integration tests fail on it). */
+int pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
+		      int is_gauge);
+
+/* One row of a module's table of metrics: a uint64_t member of the
+ * module's snapshot struct (PFS_STAT_ROW(struct foo_stats, "foo.bar", bar, 0)). */
+struct pfs_stat_row {
+	const char *name;
+	size_t offset;    /* of a uint64_t in the snapshot */
+	int is_gauge;
+};
+#define PFS_STAT_ROW(type, name, member, is_gauge)                               \
+	{ (name), offsetof(type, member), (is_gauge) }
+/* Appends each row's member of *snapshot, in table order. */
+void pfs_stat_list_add_rows(struct pfs_stat_list *l, const struct pfs_stat_row *rows,
+			    size_t nrows, const void *snapshot);
+
+/* Appends this module's values: the process-wide counters of struct
+ * pfs_stats (origin.*, ram.hits, ram.misses, ram.bytes,
+ * ram.evictions, coalesced, listing.skipped, fuse.*). */
 void pfs_stats_collect(struct pfs_stat_list *l);
 
 /* Render a list sorted by name into buf (NUL-terminated, truncated to
