@@ -72,27 +72,22 @@ static const char *find_or_comment(const char *s, const char *chars)
 
 static int known_section(const char *name, size_t len)
 {
-	for (size_t i = 0; i < pfs_opts_nkeys(); i++) {
-		const char *s = pfs_opts_key_section(i);
+	for (size_t i = 0; i < pfs_opts_nsections(); i++) {
+		const char *s = pfs_opts_section_name(i);
 		if (strlen(s) == len && !memcmp(s, name, len))
 			return 1;
 	}
 	return 0;
 }
 
-/* "[origin], [cache], ..." in table order, for messages. */
+/* "[origin], [cache], ..." in the table's order, for messages. */
 static void section_list(char *out, size_t cap)
 {
 	size_t n = 0;
-	const char *last = "";
 	out[0] = '\0';
-	for (size_t i = 0; i < pfs_opts_nkeys() && n < cap; i++) {
-		const char *s = pfs_opts_key_section(i);
-		if (!strcmp(s, last))
-			continue;
-		n += (size_t)snprintf(out + n, cap - n, "%s[%s]", *last ? ", " : "", s);
-		last = s;
-	}
+	for (size_t i = 0; i < pfs_opts_nsections() && n < cap; i++)
+		n += (size_t)snprintf(out + n, cap - n, "%s[%s]", i ? ", " : "",
+				      pfs_opts_section_name(i));
 }
 
 /* Checks the shape of one line (leading blanks already gone). */

@@ -2,8 +2,8 @@
  *
  * An INI file read with libinih: [section] headers, `key = value` lines,
  * whole-line comments starting with ';' or '#', inline comments after
- * whitespace and ';' only. The keys are those of the option table
- * (tools/options.h), each in its own section; values go through
+ * whitespace and ';' only. The sections and keys are those of the option
+ * table (tools/options.h), each key in its own section; values go through
  * pfs_opts_set() exactly as -o values do.
  *
  * Runs at startup, on one thread.

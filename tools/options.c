@@ -1,9 +1,11 @@
 /* options.c - see options.h.
  *
  * The table below is the one list of keys: -o, the configuration file
- * (tools/config.c), the help text's order and the bits of cmdline_keys all
- * follow it. A value is parsed into locals first and stored only when it
- * is valid, so a failed pfs_opts_set() leaves the options as they were.
+ * (tools/config.c), the defaults (pfs_opts_init() parses each row's default
+ * string), --help and the example file (tools/usage.c), and the bits of
+ * cmdline_keys all follow it. A value is parsed into locals first and
+ * stored only when it is valid, so a failed pfs_opts_set() leaves the
+ * options as they were.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -28,78 +30,119 @@ enum kind {
 	K_STR,      /* char *, non-empty */
 	K_FLAG,     /* int 0/1; a bare -o flag is 1 */
 	K_PATH,     /* char *, absolute path, or "none" for NULL */
-	K_ENUM,     /* int-sized enum; names in `names` */
+	K_POLICY,   /* enum pfs_policy, by cache/policy.h's names */
+	K_RESIDENT, /* enum pfs_resident, by cache/policy.h's names */
 	K_COMPRESS, /* ssd_compress + ssd_zstd_level */
 	K_FRACTION, /* double 0..1, or a percentage */
 	K_RATE,     /* uint64_t bytes/s, "0" or "none" for no cap */
 };
 
+/* The sections of the file, in the order the help and the example show. */
+enum section { S_ORIGIN, S_CACHE, S_PREFETCH, S_VIEWS, S_MOUNT, NSECTIONS };
+static const struct {
+	const char *name, *help;
+} sections[NSECTIONS] = {
+	[S_ORIGIN] = {"origin", "where the data comes from, and how it is fetched"},
+	[S_CACHE] = {"cache", "the RAM tier and the SSD tier"},
+	[S_PREFETCH] = {"prefetch", "background fetches ahead of the data loader"},
+	[S_VIEWS] = {"views", "decoded and resized images under MOUNT/.prestofs/views/SPEC/"},
+	[S_MOUNT] = {"mount", "the FUSE mount"},
+};
+
 struct key {
-	const char *name;
-	const char *section;
+	struct pfs_opt_doc doc;    /* doc.section is NULL: it follows from sec */
+	enum section sec;
 	enum kind kind;
 	size_t off;
 	uint64_t min, max;         /* K_SIZE, K_UINT */
-	const char *const *names;  /* K_ENUM, in enum order, NULL-terminated */
-	const char *hint;          /* what a valid value looks like */
+	const char *hint;          /* what a valid value looks like; NULL:
+				    * the names of K_POLICY, K_RESIDENT */
 };
-
-static const char *const policy_names[] = {"lru", "minio", "epoch", NULL};
-static const char *const resident_names[] = {"any", "small", "large", NULL};
 
 #define ZSTD_LEVEL_DEFAULT 3
 #define ZSTD_LEVEL_MAX 19
 
+/* One row per key: {name, NULL, default, metavar, help, example}, section,
+ * kind, field, range, hint. The order is that of cmdline_keys' bits, and of
+ * --help and the example file; keys of a section are together. */
 #define OFF(f) offsetof(struct pfs_opts, f)
+#define DOC(name, def, metavar, help) {name, NULL, def, metavar, help, NULL}
+#define DOC_UNSET(name, metavar, help, example) {name, NULL, NULL, metavar, help, example}
 static const struct key keys[] = {
-	{"endpoint", "origin", K_STR, OFF(endpoint), 0, 0, NULL, "a URL"},
-	{"region", "origin", K_STR, OFF(region), 0, 0, NULL, "a region name"},
-	{"s3_path_style", "origin", K_FLAG, OFF(s3_path_style), 0, 0, NULL, "yes or no"},
-	{"manifest", "origin", K_STR, OFF(manifest), 0, 0, NULL, "a URL or a path"},
-	{"allow_empty", "origin", K_FLAG, OFF(allow_empty), 0, 0, NULL, "yes or no"},
-	{"timeout", "origin", K_SECONDS, OFF(timeout), 0, 0, NULL,
-	 "seconds above 0, like 10 or 2.5"},
-	{"retries", "origin", K_UINT, OFF(retries), 0, 100, NULL, "an integer from 0 to 100"},
+	{DOC_UNSET("endpoint", "URL", "S3 endpoint; unset: AWS", "http://127.0.0.1:9000"),
+	 S_ORIGIN, K_STR, OFF(endpoint), 0, 0, "a URL"},
+	{DOC_UNSET("region", "NAME", "S3 region used for signing; unset: us-east-1",
+		   "us-east-1"),
+	 S_ORIGIN, K_STR, OFF(region), 0, 0, "a region name"},
+	{DOC("s3_path_style", "no", NULL,
+	     "S3: put the bucket in the URL path rather than in the host name"),
+	 S_ORIGIN, K_FLAG, OFF(s3_path_style), 0, 0, "yes or no"},
+	{DOC_UNSET("manifest", "URL|PATH",
+		   "file list to use instead of the origin's prestofs.manifest or a listing",
+		   "https://data.example.com/imagenet/prestofs.manifest"),
+	 S_ORIGIN, K_STR, OFF(manifest), 0, 0, "a URL or a path"},
+	{DOC("allow_empty", "no", NULL,
+	     "S3: a prefix with no objects mounts as an empty directory, not an error"),
+	 S_ORIGIN, K_FLAG, OFF(allow_empty), 0, 0, "yes or no"},
+	{DOC("timeout", "10", "SECONDS", "time limit of each attempt of an origin request"),
+	 S_ORIGIN, K_SECONDS, OFF(timeout), 0, 0, "seconds above 0, like 10 or 2.5"},
+	{DOC("retries", "5", "N", "attempts after the first before a read fails"),
+	 S_ORIGIN, K_UINT, OFF(retries), 0, 100, "an integer from 0 to 100"},
 
-	{"ram_size", "cache", K_SIZE, OFF(ram_size), 0, UINT64_MAX, NULL,
-	 "a size like 512K, 64M, 8G"},
-	{"ssd_dir", "cache", K_PATH, OFF(ssd_dir), 0, 0, NULL, "an absolute path, or none"},
-	{"ssd_size", "cache", K_SIZE, OFF(ssd_size), 0, UINT64_MAX, NULL,
+	{DOC("ram_size", "1G", "SIZE", "budget of the RAM block cache"),
+	 S_CACHE, K_SIZE, OFF(ram_size), 0, UINT64_MAX, "a size like 512K, 64M, 8G"},
+	{DOC("ssd_dir", "none", "DIR", "directory of the SSD cache tier; none: no SSD tier"),
+	 S_CACHE, K_PATH, OFF(ssd_dir), 0, 0, "an absolute path, or none"},
+	{DOC("ssd_size", "0", "SIZE", "budget of the SSD tier; 0: 90% of the free space"),
+	 S_CACHE, K_SIZE, OFF(ssd_size), 0, UINT64_MAX,
 	 "a size like 64G or 2T, or 0 for 90% of the free space"},
-	{"ssd_compress", "cache", K_COMPRESS, OFF(ssd_compress), 0, 0, NULL,
+	{DOC("ssd_compress", "auto", "MODE",
+	     "compression of SSD blocks; auto: zstd for the kinds of files it shrinks"),
+	 S_CACHE, K_COMPRESS, OFF(ssd_compress), 0, 0,
 	 "off, auto, zstd or zstd:LEVEL with LEVEL from 1 to 19"},
-	{"block_size", "cache", K_SIZE, OFF(block_size), 4096, 64u << 20, NULL,
-	 "a size from 4K to 64M, like 1M"},
-	{"policy", "cache", K_ENUM, OFF(policy), 0, 0, policy_names, "lru, minio or epoch"},
-	{"resident", "cache", K_ENUM, OFF(resident), 0, 0, resident_names,
-	 "any, small or large"},
+	{DOC("block_size", "1M", "SIZE", "the unit of origin requests and of the cache"),
+	 S_CACHE, K_SIZE, OFF(block_size), 4096, 64u << 20, "a size from 4K to 64M, like 1M"},
+	{DOC("policy", "epoch", "POLICY", "replacement policy of the RAM tier"),
+	 S_CACHE, K_POLICY, OFF(policy), 0, 0, NULL},
+	{DOC("resident", "any", "WHICH", "which files the RAM tier prefers to keep"),
+	 S_CACHE, K_RESIDENT, OFF(resident), 0, 0, NULL},
 
-	{"prefetch", "prefetch", K_FLAG, OFF(prefetch), 0, 0, NULL, "on or off"},
-	{"prefetch_inflight", "prefetch", K_UINT, OFF(prefetch_inflight), 1, 4096, NULL,
-	 "an integer from 1 to 4096"},
-	{"prefetch_window", "prefetch", K_UINT, OFF(prefetch_window), 1, UINT32_MAX, NULL,
+	{DOC("prefetch", "on", "on|off", "read ahead of the data loader"),
+	 S_PREFETCH, K_FLAG, OFF(prefetch), 0, 0, "on or off"},
+	{DOC("prefetch_inflight", "128", "N", "prefetch requests in flight at most"),
+	 S_PREFETCH, K_UINT, OFF(prefetch_inflight), 1, 4096, "an integer from 1 to 4096"},
+	{DOC("prefetch_window", "256", "N", "how many files ahead to prefetch"),
+	 S_PREFETCH, K_UINT, OFF(prefetch_window), 1, UINT32_MAX,
 	 "a number of files, at least 1"},
-	{"prefetch_ram_share", "prefetch", K_FRACTION, OFF(prefetch_ram_share), 0, 0, NULL,
+	{DOC("prefetch_ram_share", "25%", "F", "share of ram_size that prefetched blocks may hold"),
+	 S_PREFETCH, K_FRACTION, OFF(prefetch_ram_share), 0, 0,
 	 "a fraction from 0 to 1, or a percentage like 25%"},
-	{"origin_bandwidth", "prefetch", K_RATE, OFF(origin_bandwidth), 0, UINT64_MAX, NULL,
+	{DOC("origin_bandwidth", "none", "RATE", "cap on the origin bandwidth; none: no cap"),
+	 S_PREFETCH, K_RATE, OFF(origin_bandwidth), 0, UINT64_MAX,
 	 "bytes per second like 100M, or none"},
 
-	{"view_max_pixels", "views", K_UINT, OFF(view_max_pixels), 1, UINT64_MAX, NULL,
+	{DOC("view_max_pixels", "64000000", "N",
+	     "most pixels (width x height) a JPEG may declare; more: EIO, a bomb guard"),
+	 S_VIEWS, K_UINT, OFF(view_max_pixels), 1, UINT64_MAX,
 	 "a pixel count (width x height) like 64000000"},
-	{"view_workers", "views", K_UINT, OFF(view_workers), 0, 1024, NULL,
-	 "an integer from 0 (one per CPU) to 1024"},
+	{DOC("view_workers", "0", "N", "threads that decode and resize; 0: one per CPU"),
+	 S_VIEWS, K_UINT, OFF(view_workers), 0, 1024, "an integer from 0 (one per CPU) to 1024"},
 
-	{"max_threads", "mount", K_UINT, OFF(max_threads), 1, 100000, NULL,
-	 "an integer from 1 to 100000"},
-	{"allow_other", "mount", K_FLAG, OFF(allow_other), 0, 0, NULL, "yes or no"},
-	{"default_permissions", "mount", K_FLAG, OFF(default_permissions), 0, 0, NULL,
-	 "yes or no"},
+	{DOC("max_threads", "256", "N", "FUSE worker threads"),
+	 S_MOUNT, K_UINT, OFF(max_threads), 1, 100000, "an integer from 1 to 100000"},
+	{DOC("allow_other", "no", NULL,
+	     "let other users access the files (non-root: user_allow_other in fuse.conf)"),
+	 S_MOUNT, K_FLAG, OFF(allow_other), 0, 0, "yes or no"},
+	{DOC("default_permissions", "no", NULL, "let the kernel check file modes"),
+	 S_MOUNT, K_FLAG, OFF(default_permissions), 0, 0, "yes or no"},
 };
+#undef DOC
+#undef DOC_UNSET
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= 64, "cmdline_keys has one bit per key");
 _Static_assert(sizeof(enum pfs_policy) == sizeof(int) &&
 	       sizeof(enum pfs_resident) == sizeof(int) &&
-	       sizeof(enum pfs_compress) == sizeof(int), "K_ENUM stores an int");
+	       sizeof(enum pfs_ssd_compress) == sizeof(int), "enums are stored as int");
 
 /* fstab's generic options: meaningful to mount(8), not to us. */
 static const char *const ignored[] = {
@@ -111,24 +154,15 @@ static const char *const ignored[] = {
 void pfs_opts_init(struct pfs_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->timeout = 10;
-	o->retries = 5;
-	o->ram_size = 1ull << 30;
-	o->ssd_dir = NULL;
-	o->ssd_size = 0;
-	o->ssd_compress = PFS_COMPRESS_AUTO;
-	o->ssd_zstd_level = ZSTD_LEVEL_DEFAULT;
-	o->block_size = 1ull << 20;
-	o->policy = PFS_POLICY_EPOCH;
-	o->resident = PFS_RESIDENT_ANY;
-	o->prefetch = 1;
-	o->prefetch_inflight = 128;
-	o->view_max_pixels = 64000000;
-	o->view_workers = 0;
-	o->prefetch_window = 256;
-	o->prefetch_ram_share = 0.25;
-	o->origin_bandwidth = 0;
-	o->max_threads = 256;
+	for (size_t i = 0; i < NKEYS; i++) {
+		char err[256];
+		if (keys[i].doc.def &&
+		    pfs_opts_set(o, keys[i].doc.name, keys[i].doc.def, err, sizeof(err))) {
+			/* A bad row of the table: test_usage.c fails on it first. */
+			fprintf(stderr, "prestofs: default of %s: %s\n", keys[i].doc.name, err);
+			abort();
+		}
+	}
 }
 
 void pfs_opts_finish(struct pfs_opts *o)
@@ -150,18 +184,78 @@ size_t pfs_opts_nkeys(void)
 
 const char *pfs_opts_key_name(size_t i)
 {
-	return i < NKEYS ? keys[i].name : NULL;
+	return i < NKEYS ? keys[i].doc.name : NULL;
 }
 
 const char *pfs_opts_key_section(size_t i)
 {
-	return i < NKEYS ? keys[i].section : NULL;
+	return i < NKEYS ? sections[keys[i].sec].name : NULL;
+}
+
+int pfs_opts_key_doc(size_t i, struct pfs_opt_doc *out)
+{
+	if (i >= NKEYS)
+		return -ENOENT;
+	*out = keys[i].doc;
+	out->section = sections[keys[i].sec].name;
+	return 0;
+}
+
+/* "a, b or c" from a name function that answers "?" past the last. */
+static void names_hint(const char *(*name_of)(int), char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int e = 0; strcmp(name_of(e), "?") && n < cap; e++) {
+		const char *sep = !e ? "" : strcmp(name_of(e + 1), "?") ? ", " : " or ";
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, name_of(e));
+	}
+}
+
+static const char *policy_name(int e)
+{
+	return pfs_policy_name((enum pfs_policy)e);
+}
+
+static const char *resident_name(int e)
+{
+	return pfs_resident_name((enum pfs_resident)e);
+}
+
+const char *pfs_opts_key_hint(size_t i, char *buf, size_t cap)
+{
+	if (!cap)
+		return buf;
+	if (i >= NKEYS)
+		buf[0] = '\0';
+	else if (keys[i].kind == K_POLICY)
+		names_hint(policy_name, buf, cap);
+	else if (keys[i].kind == K_RESIDENT)
+		names_hint(resident_name, buf, cap);
+	else
+		snprintf(buf, cap, "%s", keys[i].hint);
+	return buf;
+}
+
+size_t pfs_opts_nsections(void)
+{
+	return NSECTIONS;
+}
+
+const char *pfs_opts_section_name(size_t s)
+{
+	return s < NSECTIONS ? sections[s].name : NULL;
+}
+
+const char *pfs_opts_section_help(size_t s)
+{
+	return s < NSECTIONS ? sections[s].help : NULL;
 }
 
 int pfs_opts_key_find(const char *key)
 {
 	for (size_t i = 0; i < NKEYS; i++)
-		if (!strcmp(keys[i].name, key))
+		if (!strcmp(keys[i].doc.name, key))
 			return (int)i;
 	return -1;
 }
@@ -200,13 +294,13 @@ static int parse_compress(const char *s, int *mode, int *level)
 {
 	uint64_t l = ZSTD_LEVEL_DEFAULT;
 	if (!strcmp(s, "off"))
-		*mode = PFS_COMPRESS_OFF;
+		*mode = PFS_SSD_COMPRESS_OFF;
 	else if (!strcmp(s, "auto"))
-		*mode = PFS_COMPRESS_AUTO;
+		*mode = PFS_SSD_COMPRESS_AUTO;
 	else if (!strcmp(s, "zstd"))
-		*mode = PFS_COMPRESS_ZSTD;
+		*mode = PFS_SSD_COMPRESS_ZSTD;
 	else if (!strncmp(s, "zstd:", 5) && !pfs_parse_uint(s + 5, 1, ZSTD_LEVEL_MAX, &l))
-		*mode = PFS_COMPRESS_ZSTD;
+		*mode = PFS_SSD_COMPRESS_ZSTD;
 	else
 		return -EINVAL;
 	*level = (int)l;
@@ -258,12 +352,14 @@ int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 	}
 	const struct key *k = &keys[i];
 	char *field = (char *)o + k->off;
+	char hint[128];
 	if (k->kind == K_FLAG && !value) {
 		*(int *)field = 1;
 		return 0;
 	}
 	if (!value || !*value) {
-		snprintf(err, errcap, "'%s' needs a value: %s", key, k->hint);
+		snprintf(err, errcap, "'%s' needs a value: %s", key,
+			 pfs_opts_key_hint((size_t)i, hint, sizeof(hint)));
 		return -EINVAL;
 	}
 	switch (k->kind) {
@@ -309,18 +405,19 @@ int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 		*(char **)field = s;
 		return 0;
 	}
-	case K_ENUM:
-		for (int e = 0; k->names[e]; e++)
-			if (!strcmp(value, k->names[e])) {
-				*(int *)field = e;
-				return 0;
-			}
-		goto bad;
+	case K_POLICY:
+		if (pfs_policy_parse(value, (enum pfs_policy *)field))
+			goto bad;
+		return 0;
+	case K_RESIDENT:
+		if (pfs_resident_parse(value, (enum pfs_resident *)field))
+			goto bad;
+		return 0;
 	case K_COMPRESS: {
 		int mode, level;
 		if (parse_compress(value, &mode, &level))
 			goto bad;
-		o->ssd_compress = (enum pfs_compress)mode;
+		o->ssd_compress = (enum pfs_ssd_compress)mode;
 		o->ssd_zstd_level = level;
 		return 0;
 	}
@@ -340,7 +437,8 @@ int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 	}
 	}
 bad:
-	snprintf(err, errcap, "invalid value for '%s': '%.64s' (%s)", key, value, k->hint);
+	snprintf(err, errcap, "invalid value for '%s': '%.64s' (%s)", key, value,
+		 pfs_opts_key_hint((size_t)i, hint, sizeof(hint)));
 	return -EINVAL;
 }
 
@@ -500,50 +598,4 @@ int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
 	if (o->debug && fuse_opt_add_arg(fuse, "-d"))
 		return -ENOMEM;
 	return 0;
-}
-
-void pfs_opts_usage(const char *prog)
-{
-	printf("usage: %s [-f] [-d] [-o OPT[,OPT...]] ORIGIN MOUNTPOINT\n"
-	       "       %s ORIGIN MOUNTPOINT -o OPT[,OPT...]\n"
-	       "       %s index DIR > DIR/prestofs.manifest\n"
-	       "\n"
-	       "ORIGIN: /local/dir, file:///dir, http(s)://host/prefix/, s3://bucket/prefix\n"
-	       "\n"
-	       "  -f                        stay in the foreground, log to stderr\n"
-	       "  -d                        debug output (implies -f)\n"
-	       "  -h, --help                this help\n"
-	       "  -V, --version             version\n"
-	       "  -o config=PATH            read the options below from an INI file,\n"
-	       "                            in the [sections] shown; -o wins over it\n"
-	       "[origin]\n"
-	       "  -o endpoint=URL           S3 endpoint (default AWS)\n"
-	       "  -o region=NAME            S3 region (default us-east-1)\n"
-	       "  -o s3_path_style          S3 path-style addressing\n"
-	       "  -o manifest=URL|PATH      file list to use instead of listing\n"
-	       "  -o allow_empty            S3: mount a prefix with no objects empty\n"
-	       "                            (default: fail the mount)\n"
-	       "  -o timeout=SECONDS        per attempt (default 10)\n"
-	       "  -o retries=N              attempts after the first (default 5)\n"
-	       "[cache]\n"
-	       "  -o ram_size=SIZE          RAM block cache budget (default 1G)\n"
-	       "  -o ssd_dir=DIR            SSD cache tier directory (default none: no tier)\n"
-	       "  -o ssd_size=SIZE          SSD tier budget (default 0: 90%% of free space)\n"
-	       "  -o ssd_compress=MODE      off, zstd[:LEVEL] or auto (default auto)\n"
-	       "  -o block_size=SIZE        origin request size (default 1M)\n"
-	       "  -o policy=POLICY          lru, minio or epoch (default epoch)\n"
-	       "  -o resident=WHICH         any, small or large (default any)\n"
-	       "[prefetch]\n"
-	       "  -o prefetch=on|off        read ahead of the loader (default on)\n"
-	       "  -o prefetch_inflight=N    requests in flight, 1..4096 (default 128)\n"
-	       "  -o prefetch_window=N      files ahead (default 256)\n"
-	       "  -o prefetch_ram_share=F   share of ram_size, 0..1 or 25%% (default 0.25)\n"
-	       "  -o origin_bandwidth=RATE  bytes/s like 100M, or none (default none)\n"
-	       "[mount]\n"
-	       "  -o max_threads=N          FUSE worker threads (default 256)\n"
-	       "  -o allow_other            passed to FUSE\n"
-	       "  -o default_permissions    passed to FUSE\n"
-	       "\n"
-	       "Unmount with: fusermount3 -u MOUNTPOINT. See prestofs(1), prestofs.conf(5).\n",
-	       prog, prog, prog);
 }

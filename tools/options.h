@@ -2,10 +2,17 @@
  *
  * One flat namespace of keys: the same key means the same thing in
  * `-o key=value` and in the configuration file (tools/config.h), and both go
- * through pfs_opts_set(). Each key belongs to one section of the file
- * ([origin], [cache], [prefetch], [mount]); key names are unique across
- * sections. Defaults live in pfs_opts_init(); validation of each value
- * happens as it is set, so an error names its key.
+ * through pfs_opts_set(). Each key belongs to one of the five sections of
+ * the file ([origin], [cache], [prefetch], [views], [mount]); key names are
+ * unique across sections.
+ *
+ * The table in options.c is the one place where a key is written down: its
+ * name, section, type, range, default and help line. Everything else follows
+ * from it: pfs_opts_init() sets each default by parsing the table's default
+ * string, the configuration file takes its sections from it, and --help and
+ * docs/prestofs.conf.example are printed from it (tools/usage.h; a unit test
+ * compares the shipped example with what the table prints). Validation of
+ * each value happens as it is set, so an error names its key.
  *
  * Precedence: a key given with -o wins over the configuration file,
  * whatever their order on the command line (pfs_opts_parse() records
@@ -21,13 +28,11 @@
 
 struct fuse_args;
 
-/* The RAM tier's replacement policy and resident-set preference (see
- * cache/policy.h for their meaning). cache/policy.h defines the same enums
- * under the same guard, so one definition exists whichever header comes
- * first; the two must stay identical. */
+/* The RAM tier's replacement policy and resident-set preference, and the
+ * SSD tier's compression: the cache's own enums (their names are parsed by
+ * cache/policy.h; the compression modes' names live in the table). */
 #include "../cache/policy.h" /* enum pfs_policy, enum pfs_resident */
-/* Compression of blocks in the SSD tier. */
-enum pfs_compress { PFS_COMPRESS_OFF, PFS_COMPRESS_ZSTD, PFS_COMPRESS_AUTO };
+#include "../cache/ssd.h"    /* enum pfs_ssd_compress */
 
 struct pfs_opts {
 	char *origin;          /* owned */
@@ -45,7 +50,7 @@ struct pfs_opts {
 	uint64_t ram_size;     /* bytes */
 	char *ssd_dir;         /* owned, absolute path, or NULL: no SSD tier */
 	uint64_t ssd_size;     /* bytes; 0 = 90% of the free space at ssd_dir */
-	enum pfs_compress ssd_compress;
+	enum pfs_ssd_compress ssd_compress;
 	int ssd_zstd_level;    /* 1..19; the LEVEL of zstd:LEVEL, else 3 */
 	uint64_t block_size;   /* bytes */
 	enum pfs_policy policy;
@@ -66,7 +71,8 @@ struct pfs_opts {
 	uint64_t cmdline_keys;
 };
 
-/* Sets the defaults; o needs no cleanup before. */
+/* Sets the defaults, each parsed from the table's default string; o needs
+ * no cleanup before. */
 void pfs_opts_init(struct pfs_opts *o);
 /* Frees what o owns and zeroes it. */
 void pfs_opts_finish(struct pfs_opts *o);
@@ -77,14 +83,39 @@ void pfs_opts_finish(struct pfs_opts *o);
 int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 		 char *err, size_t errcap);
 
-/* The table of keys, in a fixed order (the bits of cmdline_keys). The
- * strings are static. */
+/* The table of keys, in a fixed order (the bits of cmdline_keys), grouped
+ * by section in the order of the sections. The strings are static. */
 size_t pfs_opts_nkeys(void);
 const char *pfs_opts_key_name(size_t i);
 /* The section of the configuration file the key belongs to ("cache"). */
 const char *pfs_opts_key_section(size_t i);
 /* Index of a key, or -1 when there is no such key. */
 int pfs_opts_key_find(const char *key);
+
+/* What --help and the example file say about a key; the strings are
+ * static. */
+struct pfs_opt_doc {
+	const char *name;     /* "ram_size" */
+	const char *section;  /* "cache" */
+	const char *def;      /* the default as a value of the key ("1G"), which
+			       * pfs_opts_init() parses; NULL: unset by default */
+	const char *metavar;  /* "SIZE", as in -o ram_size=SIZE; NULL: a flag
+			       * that is on when given bare */
+	const char *help;     /* one line, lower case, no final period */
+	const char *example;  /* def == NULL: a value to show, commented out */
+};
+/* Fills out with key i's; returns 0, or -ENOENT past the end. */
+int pfs_opts_key_doc(size_t i, struct pfs_opt_doc *out);
+/* What a valid value of key i looks like ("a size like 512K, 64M, 8G"), as
+ * the error messages say it; written into buf (cap >= 128 always holds it),
+ * which is returned. "" past the end. */
+const char *pfs_opts_key_hint(size_t i, char *buf, size_t cap);
+
+/* The sections of the configuration file, in order: their names ("origin")
+ * and a line on what they hold. NULL past the end. */
+size_t pfs_opts_nsections(void);
+const char *pfs_opts_section_name(size_t s);
+const char *pfs_opts_section_help(size_t s);
 
 /* Parses argv (mount order or the mount.fuse3 order), then the file given
  * with -o config=PATH, if any. Fills `fuse` with the arguments for
@@ -93,7 +124,5 @@ int pfs_opts_key_find(const char *key);
  * without reading the file. */
 int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
 		   struct fuse_args *fuse, char *err, size_t errcap);
-
-void pfs_opts_usage(const char *prog);
 
 #endif

@@ -2,12 +2,10 @@
  *
  * Files are written into a temporary directory. Most tests call
  * pfs_config_load() directly; precedence and the command line go through
- * pfs_opts_parse(). The shipped docs/prestofs.conf.example is found from
- * this file's own path (meson runs tests from the build directory, and
- * __FILE__ is relative to it), or from $PFS_SOURCE_ROOT.
+ * pfs_opts_parse() (opts_fixture.h). The shipped example file is tested
+ * in test_usage.c.
  */
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,10 +20,10 @@
 
 #include "../../tools/config.h"
 #include "../../tools/options.h"
+#include "opts_fixture.h"
 
+/* mnt: a mountpoint inside it; conf: the file the current test writes. */
 static char dir[PATH_MAX];   /* temporary directory */
-static char mnt[PATH_MAX + 16];   /* a mountpoint inside it */
-static char conf[PATH_MAX + 16];  /* the file the current test writes */
 
 static int group_setup(void **state)
 {
@@ -91,46 +89,6 @@ static void load_fails(const char *text, int line, ...)
 		if (!strstr(err, n))
 			fail_msg("error '%s' does not contain '%s'", err, n);
 	va_end(ap);
-}
-
-/* Every field of two option sets, except what parsing the command line
- * adds (origin, mountpoint, config, cmdline_keys). */
-static void assert_same_settings(const struct pfs_opts *a, const struct pfs_opts *b)
-{
-#define SAME_STR(f) do { \
-		if ((a->f == NULL) != (b->f == NULL) || (a->f && strcmp(a->f, b->f))) \
-			fail_msg(#f ": '%s' vs '%s'", a->f ? a->f : "(null)", \
-				 b->f ? b->f : "(null)"); \
-	} while (0)
-#define SAME(f) do { \
-		if (a->f != b->f) \
-			fail_msg(#f ": %.17g vs %.17g", (double)a->f, (double)b->f); \
-	} while (0)
-	SAME_STR(manifest);
-	SAME_STR(endpoint);
-	SAME_STR(region);
-	SAME(s3_path_style);
-	SAME(allow_empty);
-	SAME(timeout);
-	SAME(retries);
-	SAME(ram_size);
-	SAME_STR(ssd_dir);
-	SAME(ssd_size);
-	SAME(ssd_compress);
-	SAME(ssd_zstd_level);
-	SAME(block_size);
-	SAME(policy);
-	SAME(resident);
-	SAME(prefetch);
-	SAME(prefetch_inflight);
-	SAME(prefetch_window);
-	SAME(prefetch_ram_share);
-	SAME(origin_bandwidth);
-	SAME(max_threads);
-	SAME(allow_other);
-	SAME(default_permissions);
-#undef SAME
-#undef SAME_STR
 }
 
 /* ---- the table -------------------------------------------------------- */
@@ -209,7 +167,7 @@ static void test_every_key(void **state)
 	assert_true(o.ram_size == 8ull << 30);
 	assert_string_equal(o.ssd_dir, "/mnt/nvme/prestofs");
 	assert_true(o.ssd_size == 200ull << 30);
-	assert_int_equal(o.ssd_compress, PFS_COMPRESS_ZSTD);
+	assert_int_equal(o.ssd_compress, PFS_SSD_COMPRESS_ZSTD);
 	assert_int_equal(o.ssd_zstd_level, 9);
 	assert_true(o.block_size == 4ull << 20);
 	assert_int_equal(o.policy, PFS_POLICY_MINIO);
@@ -249,7 +207,7 @@ static void test_other_spellings(void **state)
 	assert_int_equal(o.max_threads, 8);
 	assert_int_equal(o.policy, PFS_POLICY_LRU);
 	assert_int_equal(o.resident, PFS_RESIDENT_LARGE);
-	assert_int_equal(o.ssd_compress, PFS_COMPRESS_OFF);
+	assert_int_equal(o.ssd_compress, PFS_SSD_COMPRESS_OFF);
 	assert_true(o.prefetch_ram_share == 0.1);
 	assert_true(o.origin_bandwidth == 1ull << 30);
 	assert_null(o.ssd_dir);
@@ -257,7 +215,7 @@ static void test_other_spellings(void **state)
 
 	load_ok(&o, "[cache]\nssd_compress = zstd\n[prefetch]\norigin_bandwidth = 0\n"
 		    "prefetch_ram_share = 100%\n");
-	assert_int_equal(o.ssd_compress, PFS_COMPRESS_ZSTD);
+	assert_int_equal(o.ssd_compress, PFS_SSD_COMPRESS_ZSTD);
 	assert_int_equal(o.ssd_zstd_level, 3);
 	assert_true(o.origin_bandwidth == 0);
 	assert_true(o.prefetch_ram_share == 1.0);
@@ -463,54 +421,6 @@ static void test_file_errors(void **state)
 
 /* ---- the command line ------------------------------------------------- */
 
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
-
-struct parsed {
-	struct pfs_opts o;
-	struct fuse_args fuse;
-	char err[512];
-	int rc;
-};
-
-/* "@CONF" stands for the test's file, "@CONFOPT" for "config=FILE",
- * "@MNT" for the mountpoint. */
-static void parse(struct parsed *p, const char *const *list)
-{
-	char *argv[32];
-	int argc = 0;
-	char confopt[PATH_MAX + 64];
-	snprintf(confopt, sizeof(confopt), "config=%s", conf);
-	for (; *list; list++) {
-		const char *a = *list;
-		if (!strcmp(a, "@CONFOPT"))
-			a = confopt;
-		else if (!strcmp(a, "@MNT"))
-			a = mnt;
-		assert_true(argc < 31);
-		argv[argc++] = strdup(a);
-	}
-	argv[argc] = NULL;
-	pfs_opts_init(&p->o);
-	p->fuse = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
-	p->err[0] = '\0';
-	p->rc = pfs_opts_parse(&p->o, argc, argv, &p->fuse, p->err, sizeof(p->err));
-	for (int i = 0; i < argc; i++)
-		free(argv[i]);
-}
-
-static void done(struct parsed *p)
-{
-	pfs_opts_finish(&p->o);
-	fuse_opt_free_args(&p->fuse);
-}
-
-static void expect_ok(struct parsed *p, const char *const *list)
-{
-	parse(p, list);
-	if (p->rc != 0)
-		fail_msg("parse failed: %d (%s)", p->rc, p->err);
-}
-
 static const char precedence_conf[] =
 	"[cache]\n"
 	"ram_size = 8G\n"
@@ -550,22 +460,22 @@ static void test_cmdline_wins(void **state)
 	struct parsed p;
 	/* -o before config=, after it, in the same -o list and in the
 	 * mount.fuse3 order: the same result. */
-	expect_ok(&p, ARGS("prestofs", "-o", "ram_size=64M,region=from-cli,s3_path_style=no",
+	expect_parse_ok(&p, ARGS("prestofs", "-o", "ram_size=64M,region=from-cli,s3_path_style=no",
 			   "-o", "@CONFOPT", "/o", "@MNT"));
 	check_precedence(&p);
 	done(&p);
-	expect_ok(&p, ARGS("prestofs", "-o", "@CONFOPT", "-o",
+	expect_parse_ok(&p, ARGS("prestofs", "-o", "@CONFOPT", "-o",
 			   "ram_size=64M,region=from-cli,s3_path_style=no", "/o", "@MNT"));
 	check_precedence(&p);
 	done(&p);
 	char list[PATH_MAX + 160];
 	snprintf(list, sizeof(list), "ram_size=64M,config=%s,region=from-cli,s3_path_style=no",
 		 conf);
-	expect_ok(&p, ARGS("prestofs", "/o", "@MNT", "-o", list));
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "@MNT", "-o", list));
 	check_precedence(&p);
 	done(&p);
 	snprintf(list, sizeof(list), "ro,_netdev,s3_path_style=0,config=%s", conf);
-	expect_ok(&p, ARGS("prestofs", "/o", "-o", "region=from-cli", "@MNT", "-o", list,
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "-o", "region=from-cli", "@MNT", "-o", list,
 			   "-o", "ram_size=64M"));
 	check_precedence(&p);
 	done(&p);
@@ -577,11 +487,11 @@ static void test_cmdline_new_keys_win(void **state)
 	write_conf("[cache]\nssd_dir = /ssd\nssd_compress = zstd:5\npolicy = minio\n"
 		   "[prefetch]\nprefetch = off\norigin_bandwidth = 10M\n");
 	struct parsed p;
-	expect_ok(&p, ARGS("prestofs", "/o", "@MNT", "-o",
+	expect_parse_ok(&p, ARGS("prestofs", "/o", "@MNT", "-o",
 			   "ssd_dir=none,ssd_compress=off,prefetch,origin_bandwidth=none",
 			   "-o", "@CONFOPT"));
 	assert_null(p.o.ssd_dir);
-	assert_int_equal(p.o.ssd_compress, PFS_COMPRESS_OFF);
+	assert_int_equal(p.o.ssd_compress, PFS_SSD_COMPRESS_OFF);
 	assert_int_equal(p.o.policy, PFS_POLICY_MINIO); /* from the file */
 	assert_int_equal(p.o.prefetch, 1);
 	assert_true(p.o.origin_bandwidth == 0);
@@ -626,70 +536,9 @@ static void test_cmdline_errors(void **state)
 	assert_int_equal(p.rc, -EINVAL);
 	done(&p);
 	/* --help does not read the file. */
-	expect_ok(&p, ARGS("prestofs", "-o", missing, "--help"));
+	expect_parse_ok(&p, ARGS("prestofs", "-o", missing, "--help"));
 	assert_int_equal(p.o.show_help, 1);
 	done(&p);
-}
-
-/* ---- the shipped example ---------------------------------------------- */
-
-static int find_example(char *out, size_t cap)
-{
-	const char *root = getenv("PFS_SOURCE_ROOT");
-	if (root) {
-		snprintf(out, cap, "%s/docs/prestofs.conf.example", root);
-		return access(out, R_OK);
-	}
-	char here[PATH_MAX];
-	snprintf(here, sizeof(here), "%s", __FILE__);
-	snprintf(out, cap, "%s/../../docs/prestofs.conf.example", dirname(here));
-	return access(out, R_OK);
-}
-
-static void test_example_is_defaults(void **state)
-{
-	(void)state;
-	char path[PATH_MAX + 64];
-	if (find_example(path, sizeof(path)))
-		fail_msg("docs/prestofs.conf.example not found (tried %s); "
-			 "set PFS_SOURCE_ROOT", path);
-	struct pfs_opts o, def;
-	pfs_opts_init(&o);
-	pfs_opts_init(&def);
-	char err[512] = "";
-	int rc = pfs_config_load(&o, path, 0, err, sizeof(err));
-	if (rc)
-		fail_msg("example: %s", err);
-	assert_same_settings(&o, &def);
-	pfs_opts_finish(&o);
-	pfs_opts_finish(&def);
-
-	/* Every key is in it, as a setting or a commented-out one, under
-	 * its section. */
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	static char text[PFS_CONFIG_MAX_BYTES];
-	size_t n = fread(text, 1, sizeof(text) - 1, f);
-	fclose(f);
-	text[n] = '\0';
-	for (size_t i = 0; i < pfs_opts_nkeys(); i++) {
-		char sec[64], set[80], commented[80];
-		snprintf(sec, sizeof(sec), "\n[%s]\n", pfs_opts_key_section(i));
-		snprintf(set, sizeof(set), "\n%s = ", pfs_opts_key_name(i));
-		snprintf(commented, sizeof(commented), "\n;%s = ", pfs_opts_key_name(i));
-		const char *s = strstr(text, sec);
-		if (!s) {
-			fail_msg("example has no [%s]", pfs_opts_key_section(i));
-			return;
-		}
-		const char *end = strstr(s + 1, "\n[");
-		const char *k = strstr(s, set);
-		if (!k)
-			k = strstr(s, commented);
-		if (!k || (end && k > end))
-			fail_msg("example lacks '%s' in [%s]", pfs_opts_key_name(i),
-				 pfs_opts_key_section(i));
-	}
 }
 
 int main(void)
@@ -711,7 +560,6 @@ int main(void)
 		cmocka_unit_test(test_cmdline_wins),
 		cmocka_unit_test(test_cmdline_new_keys_win),
 		cmocka_unit_test(test_cmdline_errors),
-		cmocka_unit_test(test_example_is_defaults),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -3,7 +3,8 @@
  * (-o a,b ORIGIN MNT) and mount.fuse3's order (ORIGIN MNT -o a,b); the
  * configuration file (-o config=) is tested in test_config.c. The
  * mountpoint is a real temporary directory, since parsing resolves it
- * with realpath(). */
+ * with realpath(). The table itself, the help and the example file are
+ * tested in test_usage.c. */
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -18,11 +19,7 @@
 #include <cmocka.h>
 
 #include "../../tools/options.h"
-
-/* Real path of the temporary mountpoint, and a spelling of it that
- * realpath() has to clean up. */
-static char mnt[PATH_MAX];
-static char mnt_messy[PATH_MAX + 16];
+#include "opts_fixture.h"
 
 static int group_setup(void **state)
 {
@@ -72,7 +69,7 @@ static void test_defaults(void **state)
 	assert_null(o.config);
 	assert_null(o.ssd_dir);
 	assert_true(o.ssd_size == 0);
-	assert_int_equal(o.ssd_compress, PFS_COMPRESS_AUTO);
+	assert_int_equal(o.ssd_compress, PFS_SSD_COMPRESS_AUTO);
 	assert_int_equal(o.ssd_zstd_level, 3);
 	assert_int_equal(o.policy, PFS_POLICY_EPOCH);
 	assert_int_equal(o.resident, PFS_RESIDENT_ANY);
@@ -194,17 +191,17 @@ static void test_each_new_key(void **state)
 	set_ok(&o, "ssd_size", "0");
 	assert_true(o.ssd_size == 0);
 	set_ok(&o, "ssd_compress", "zstd:19");
-	assert_int_equal(o.ssd_compress, PFS_COMPRESS_ZSTD);
+	assert_int_equal(o.ssd_compress, PFS_SSD_COMPRESS_ZSTD);
 	assert_int_equal(o.ssd_zstd_level, 19);
 	set_ok(&o, "ssd_compress", "zstd:1");
 	assert_int_equal(o.ssd_zstd_level, 1);
 	set_ok(&o, "ssd_compress", "zstd");   /* the default level */
-	assert_int_equal(o.ssd_compress, PFS_COMPRESS_ZSTD);
+	assert_int_equal(o.ssd_compress, PFS_SSD_COMPRESS_ZSTD);
 	assert_int_equal(o.ssd_zstd_level, 3);
 	set_ok(&o, "ssd_compress", "off");
-	assert_int_equal(o.ssd_compress, PFS_COMPRESS_OFF);
+	assert_int_equal(o.ssd_compress, PFS_SSD_COMPRESS_OFF);
 	set_ok(&o, "ssd_compress", "auto");
-	assert_int_equal(o.ssd_compress, PFS_COMPRESS_AUTO);
+	assert_int_equal(o.ssd_compress, PFS_SSD_COMPRESS_AUTO);
 	static const char *const policies[] = {"lru", "minio", "epoch"};
 	static const enum pfs_policy pvals[] = {PFS_POLICY_LRU, PFS_POLICY_MINIO,
 						PFS_POLICY_EPOCH};
@@ -377,92 +374,6 @@ static void test_unknown_key(void **state)
 }
 
 /* ---- pfs_opts_parse --------------------------------------------------- */
-
-struct cmdline {
-	int argc;
-	char *argv[32];
-};
-
-/* argv from a NULL-terminated list, "@MNT" and "@MESSY" standing for the
- * temporary mountpoint. */
-static void mkargs(struct cmdline *c, const char *const *list)
-{
-	c->argc = 0;
-	for (; *list; list++) {
-		const char *a = *list;
-		if (!strcmp(a, "@MNT"))
-			a = mnt;
-		else if (!strcmp(a, "@MESSY"))
-			a = mnt_messy;
-		assert_true(c->argc < 31);
-		c->argv[c->argc] = strdup(a);
-		assert_non_null(c->argv[c->argc]);
-		c->argc++;
-	}
-	c->argv[c->argc] = NULL;
-}
-
-static void freeargs(struct cmdline *c)
-{
-	for (int i = 0; i < c->argc; i++)
-		free(c->argv[i]);
-}
-
-struct parsed {
-	struct pfs_opts o;
-	struct fuse_args fuse;
-	char err[512];
-	int rc;
-};
-
-static void parse(struct parsed *p, const char *const *list)
-{
-	struct cmdline c;
-	mkargs(&c, list);
-	pfs_opts_init(&p->o);
-	p->fuse = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
-	p->err[0] = '\0';
-	p->rc = pfs_opts_parse(&p->o, c.argc, c.argv, &p->fuse, p->err, sizeof(p->err));
-	/* The strings parse keeps are its own copies. */
-	freeargs(&c);
-}
-
-static void done(struct parsed *p)
-{
-	pfs_opts_finish(&p->o);
-	fuse_opt_free_args(&p->fuse);
-}
-
-static void expect_parse_ok(struct parsed *p, const char *const *list)
-{
-	parse(p, list);
-	if (p->rc != 0)
-		fail_msg("parse failed: %d (%s)", p->rc, p->err);
-}
-
-static void expect_parse_fails(const char *const *list, const char *needle)
-{
-	struct parsed p;
-	parse(&p, list);
-	if (p.rc != -EINVAL)
-		fail_msg("parse: rc %d, want -EINVAL (err '%s')", p.rc, p.err);
-	if (needle && !strstr(p.err, needle))
-		fail_msg("error '%s' does not contain '%s'", p.err, needle);
-	done(&p);
-}
-
-/* The arguments handed to libfuse, joined with '|'. */
-static void fuse_joined(const struct fuse_args *f, char *out, size_t cap)
-{
-	size_t n = 0;
-	out[0] = '\0';
-	for (int i = 0; i < f->argc; i++)
-		n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", i ? "|" : "",
-				      f->argv[i]);
-	assert_true(n < cap);
-}
-
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static void check_common(struct parsed *p)
 {
@@ -656,7 +567,7 @@ static void test_parse_new_keys(void **state)
 				 "prefetch_window=16,prefetch_ram_share=50%,origin_bandwidth=1G"));
 	assert_string_equal(p.o.ssd_dir, "/ssd");
 	assert_true(p.o.ssd_size == 10ull << 30);
-	assert_int_equal(p.o.ssd_compress, PFS_COMPRESS_ZSTD);
+	assert_int_equal(p.o.ssd_compress, PFS_SSD_COMPRESS_ZSTD);
 	assert_int_equal(p.o.ssd_zstd_level, 7);
 	assert_int_equal(p.o.policy, PFS_POLICY_LRU);
 	assert_int_equal(p.o.resident, PFS_RESIDENT_LARGE);
