@@ -142,60 +142,6 @@ static int load_listing(const struct pfs_opts *o, const struct pfs_origin_opts *
 	return 0;
 }
 
-static void ssd_stats_source(void *ctx, struct pfs_stat_list *l)
-{
-	struct pfs_ssd_stats s = {0}; /* no SSD tier: the members read 0 */
-	if (ctx)
-		pfs_ssd_stats(ctx, &s);
-	pfs_stat_list_add(l, "ssd.hits", (double)s.hits, 0);
-	pfs_stat_list_add(l, "ssd.misses", (double)s.misses, 0);
-	pfs_stat_list_add(l, "ssd.bytes", (double)s.bytes, 1);
-	pfs_stat_list_add(l, "ssd.raw_bytes", (double)s.raw_bytes, 1);
-	pfs_stat_list_add(l, "ssd.entries", (double)s.entries, 1);
-	pfs_stat_list_add(l, "ssd.checksum_failures", (double)s.checksum_failures, 0);
-	pfs_stat_list_add(l, "ssd.evictions", (double)s.evictions, 0);
-	pfs_stat_list_add(l, "ssd.write_errors", (double)s.write_errors, 0);
-	pfs_stat_list_add(l, "ssd.queued", (double)s.queued, 1);
-	pfs_stat_list_add(l, "ssd.compressed_blocks", (double)s.compressed_blocks, 0);
-	pfs_stat_list_add(l, "ssd.disabled", (double)s.disabled, 1);
-}
-
-static void bcache_stats_source(void *ctx, struct pfs_stat_list *l)
-{
-	struct pfs_bcache_stats s;
-	pfs_bcache_stats(ctx, &s);
-	pfs_stat_list_add(l, "ram.budget", (double)s.budget, 1);
-	pfs_stat_list_add(l, "ram.resident_bytes", (double)s.resident_bytes, 1);
-	pfs_stat_list_add(l, "ram.staged_bytes", (double)s.staged_bytes, 1);
-	pfs_stat_list_add(l, "ram.admitted", (double)s.admitted, 0);
-	pfs_stat_list_add(l, "ram.replaced", (double)s.replaced, 0);
-	pfs_stat_list_add(l, "ram.refused", (double)s.refused, 0);
-	pfs_stat_list_add(l, "prefetch.bytes_used", (double)s.prefetch_used_bytes, 0);
-	pfs_stat_list_add(l, "prefetch.bytes_wasted", (double)s.prefetch_wasted_bytes, 0);
-}
-
-static void epoch_stats_source(void *ctx, struct pfs_stat_list *l)
-{
-	pfs_stat_list_add(l, "epoch.number", (double)pfs_epoch_current(ctx), 1);
-	pfs_stat_list_add(l, "epoch.files_read", (double)pfs_epoch_files_read(ctx), 1);
-}
-
-static void prefetch_stats_source(void *ctx, struct pfs_stat_list *l)
-{
-	struct pfs_prefetch_stats s;
-	pfs_prefetch_stats(ctx, &s);
-	pfs_stat_list_add(l, "prefetch.inflight", (double)s.inflight, 1);
-	pfs_stat_list_add(l, "prefetch.blocks", (double)s.blocks, 0);
-	pfs_stat_list_add(l, "prefetch.bytes", (double)s.bytes, 0);
-	pfs_stat_list_add(l, "prefetch.errors", (double)s.errors, 0);
-	pfs_stat_list_add(l, "prefetch.readahead_blocks", (double)s.readahead_blocks, 0);
-	pfs_stat_list_add(l, "prefetch.background_files", (double)s.background_files, 0);
-	pfs_stat_list_add(l, "prefetch.skipped_cached", (double)s.skipped_cached, 0);
-	pfs_stat_list_add(l, "prefetch.order_entries", (double)s.order_entries, 1);
-	pfs_stat_list_add(l, "prefetch.order_unknown", (double)s.order_unknown, 1);
-	pfs_stat_list_add(l, "prefetch.order_position", (double)s.order_position, 1);
-}
-
 static int open_ssd(const struct pfs_opts *o, const char *origin_id, struct pfs_ssd **out)
 {
 	*out = NULL;
@@ -347,7 +293,7 @@ int main(int argc, char **argv)
 		pfs_err("listing %s failed: %s", pfs_origin_name(origin), strerror(-rc));
 		goto out_ssd;
 	}
-	pfs_ctl_add_stats_source(ssd_stats_source, ssd);
+	pfs_ctl_add_stats_source(pfs_ssd_collect, ssd); /* NULL: zeros */
 	pfs_info("%s: %u entries, %llu bytes, listed in %.2f s (%zu bytes of metadata)",
 		 pfs_origin_name(origin), pfs_ftable_count(ft),
 		 (unsigned long long)pfs_ftable_total_bytes(ft), pfs_clock_s() - t0,
@@ -364,8 +310,8 @@ int main(int argc, char **argv)
 		goto out_ft;
 	if (pfs_epoch_create(pfs_ftable_count(ft), &epoch) < 0)
 		goto out_cache;
-	pfs_ctl_add_stats_source(bcache_stats_source, cache);
-	pfs_ctl_add_stats_source(epoch_stats_source, epoch);
+	pfs_ctl_add_stats_source(pfs_bcache_collect, cache);
+	pfs_ctl_add_stats_source(pfs_epoch_collect, epoch);
 	if (pfs_views_create((unsigned)o.view_workers, o.view_max_pixels, &views) < 0)
 		goto out_cache;
 	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.policy, views, o.block_size};
@@ -382,7 +328,7 @@ int main(int argc, char **argv)
 		};
 		if (pfs_prefetch_create(&po, &prefetch) < 0)
 			goto out_fs;
-		pfs_ctl_add_stats_source(prefetch_stats_source, prefetch);
+		pfs_ctl_add_stats_source(pfs_prefetch_collect, prefetch);
 	}
 	if (pfs_fs_set_prefetch(fs, prefetch) < 0)
 		goto out_prefetch;
