@@ -1,11 +1,19 @@
 /* ctl.h - the hidden control tree MOUNT/.prestofs/ (like ZFS's .zfs):
  * `stats` (JSON) and `metrics` (Prometheus text) render the same values;
- * `order` takes order hints (order.h);
- * never listed in the mount root, reachable by path. A dataset entry named
- * ".prestofs" in the root is shadowed by it.
+ * `order` takes order hints (order.h); `views` is the root of the views
+ * tree (its entries are node_view.c's). Never listed in the mount root,
+ * reachable by path; a dataset entry named ".prestofs" in the root is
+ * shadowed by it.
  *
- * Control inodes live above PFS_CTL_INO_BASE, far from dataset inodes.
- * Thread-safe.
+ * This module owns the tree's names and inodes and the content of the
+ * rendered files; fs/node_ctl.c answers FUSE with them. Control inodes
+ * live above PFS_CTL_INO_BASE, far from dataset inodes.
+ *
+ * State is process-wide (one mount per process). Threads: sources are
+ * added on the mounting thread before the mount; every other function may
+ * run on any FUSE worker at once. Rendering holds one internal lock (the
+ * snapshot lock) while it calls every stats source: a source must not
+ * call back into this module and must not block on I/O.
  */
 #ifndef PFS_CTL_H
 #define PFS_CTL_H
@@ -26,20 +34,28 @@ static inline int pfs_ctl_is(uint64_t ino)
 }
 
 struct pfs_stat_list;
-/* Adds the values of another module to the stats and metrics files. Call
- * before mounting; fn runs on FUSE threads, at every render. */
+/* Adds the values of another module to the stats and metrics files; at
+ * most 8 sources (more are ignored). ctx is borrowed and must outlive the
+ * mount. Call before mounting; fn runs on FUSE threads, at every render,
+ * under the snapshot lock. */
 typedef void (*pfs_ctl_stats_fn)(void *ctx, struct pfs_stat_list *l);
 void pfs_ctl_add_stats_source(pfs_ctl_stats_fn fn, void *ctx);
 
-/* Entry `name` in control directory `dir_ino`: 0 and its inode, or -ENOENT. */
+/* Entry `name` in control directory `dir_ino`: 0 and its inode, or -ENOENT
+ * (also when dir_ino is no control directory). */
 int pfs_ctl_lookup(uint64_t dir_ino, const char *name, uint64_t *ino);
-/* Attributes of a control inode; a file's size is that of its current
- * content snapshot, taken now (so a read after stat sees that length). */
+/* Attributes of a control inode: 0, or -ENOENT for a number that is none.
+ * A rendered file's size is that of its content snapshot, taken now (so a
+ * read after stat sees that length), padded with newlines to a multiple
+ * of 4 KiB; mtime is now. The order file is writable (0666), size 0. */
 int pfs_ctl_getattr(uint64_t ino, struct stat *st);
-/* Copies up to `size` bytes at `off` of a control file into buf; *got is
- * the count. */
+/* Copies up to `size` bytes at `off` of a control file's latest snapshot
+ * (taken now if none was) into buf (the caller's, `size` bytes); *got is
+ * the count, 0 at or past the end and for the order file. Returns 0, or
+ * -EISDIR for a directory or a number that is no control file. */
 int pfs_ctl_read(uint64_t ino, uint64_t off, size_t size, char *buf, size_t *got);
-/* Number of entries of a control directory, and the k-th name and inode. */
+/* Number of entries of a control directory (0 for anything else), and the
+ * k-th name (static storage) and inode, or NULL past the end. */
 uint32_t pfs_ctl_nchildren(uint64_t dir_ino);
 const char *pfs_ctl_child(uint64_t dir_ino, uint32_t k, uint64_t *ino);
 

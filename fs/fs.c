@@ -1,4 +1,6 @@
-/* fs.c - see fs.h.
+/* fs.c - see fs.h. The FUSE operations: each classifies its inode once
+ * (kind_of), calls that kind's operation (fs_int.h), and replies exactly
+ * once; every error reply goes through reply_err().
  *
  * Request budget for a small file (goal of the foundation issue): lookup
  * (once, then cached), read (once, then the page cache). getattr is
@@ -7,9 +9,8 @@
  * no-open).
  */
 #include <errno.h>
-#include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/statvfs.h>
@@ -18,24 +19,12 @@
 #include "ctl.h"
 #include "fs.h"
 #include "fs_int.h"
-#include "../catalog/ftable.h"
 #include "order.h"
-#include "views.h"
 #include "../prefetch/prefetch.h"
-#include "../cache/bcache.h"
-#include "../cache/epoch.h"
 #include "../cache/failmem.h"
-#include "../cache/policy.h"
-#include "../cache/ssd.h"
-#include "../origin/origin.h"
-#include "../origin/validator.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/stats.h"
-
-#define TIMEOUT_FOREVER 1e6 /* seconds; the dataset does not change */
-#define MAX_IOV 256
-
 
 int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 {
@@ -75,91 +64,44 @@ int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p)
 	return pfs_order_create(fs->ft, p, fs->views, &fs->order);
 }
 
-#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+/* ---- classify once, reply once ----------------------------------------- */
 
-/* A read at offset 0 starts a sample: epoch tracking. When it opens a new
- * epoch, that epoch's counters start from here. */
-void  pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node)
+/* The kind of an inode, or NULL for a number no kind owns. */
+static const struct pfs_fsi_kind *kind_of(const struct pfs_fs *fs, fuse_ino_t ino)
 {
-	uint64_t e = pfs_epoch_note_read(fs->epoch, node);
-	uint64_t seen = LOAD(fs->epoch_seen);
-	if (e != seen && __atomic_compare_exchange_n(&fs->epoch_seen, &seen, e, 0,
-						     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		STORE(fs->base_hits, pfs_stat_get(ram_hits));
-		STORE(fs->base_misses, pfs_stat_get(ram_misses));
-		STORE(fs->base_stall_ns, LOAD(fs->stall_ns));
-		pfs_bcache_set_epoch(fs->cache, e);
-		pfs_debug("epoch %llu begins", (unsigned long long)e);
+	if (fs->views && (ino == PFS_CTL_INO_VIEWS || pfs_fsi_is_view(ino)))
+		return &pfs_fsi_view;
+	if (pfs_ctl_is(ino))
+		return &pfs_fsi_ctl;
+	if (ino >= 1 && ino - 1 < pfs_ftable_count(fs->ft))
+		return &pfs_fsi_data;
+	return NULL;
+}
+
+/* What the kernel is told of an error. Errors that describe the request
+ * or the namespace pass; everything about fetching data (a timeout, a
+ * refused connection, another version of the object, an undecodable
+ * JPEG, a decompression bomb) is EIO, so an application sees one error for
+ * "the bytes could not be had", never a short or wrong read. */
+static int fuse_errno(int rc)
+{
+	switch (-rc) {
+	case ENOENT: case ENOTDIR: case EISDIR: case EACCES: case ENOMEM: case EROFS:
+	case ENOSYS: case ENAMETOOLONG: case EFBIG: case EINVAL:
+		return -rc;
+	default:
+		return EIO;
 	}
 }
 
-void pfs_fs_stats(void *ctx, struct pfs_stat_list *l)
+static void reply_err(fuse_req_t req, int rc)
 {
-	struct pfs_fs *fs = ctx;
-	pfs_stat_list_add(l, "epoch.demand_hits",
-			  (double)(pfs_stat_get(ram_hits) - LOAD(fs->base_hits)), 1);
-	pfs_stat_list_add(l, "epoch.demand_misses",
-			  (double)(pfs_stat_get(ram_misses) - LOAD(fs->base_misses)), 1);
-	pfs_stat_list_add(l, "epoch.stall_seconds",
-			  (double)(LOAD(fs->stall_ns) - LOAD(fs->base_stall_ns)) / 1e9, 1);
-	pfs_stat_list_add(l, "stall_seconds", (double)LOAD(fs->stall_ns) / 1e9, 0);
-	pfs_stat_list_add(l, "failed_files", (double)pfs_failmem_count(fs->failed), 0);
-	pfs_stat_list_add(l, "log_lines_dropped", (double)pfs_log_limit_dropped(), 0);
+	fuse_reply_err(req, fuse_errno(rc));
 }
 
 static struct pfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
-}
-
-/* Dataset inode <-> table node. Returns -ENOENT for non-dataset inodes. */
-static int node_of(const struct pfs_fs *fs, fuse_ino_t ino, uint32_t *node)
-{
-	if (ino == 0 || pfs_ctl_is(ino) || ino - 1 >= pfs_ftable_count(fs->ft))
-		return -ENOENT;
-	*node = (uint32_t)(ino - 1);
-	return 0;
-}
-
-static void fill_stat(const struct pfs_fs *fs, uint32_t node,
-		      const struct pfs_fnode *info, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_ino = (ino_t)node + 1;
-	st->st_mode = info->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444;
-	st->st_nlink = info->is_dir ? 2 : 1;
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
-	st->st_size = (off_t)info->size;
-	st->st_blksize = 128 * 1024;
-	st->st_blocks = (blkcnt_t)((info->size + 511) / 512);
-	st->st_atim.tv_sec = st->st_mtim.tv_sec = st->st_ctim.tv_sec = info->mtime;
-}
-
-int  pfs_fsi_entry(const struct pfs_fs *fs, uint32_t node, struct fuse_entry_param *e)
-{
-	struct pfs_fnode info;
-	int rc = pfs_ftable_get(fs->ft, node, &info);
-	if (rc < 0)
-		return rc;
-	memset(e, 0, sizeof(*e));
-	e->ino = (fuse_ino_t)node + 1;
-	e->attr_timeout = e->entry_timeout = TIMEOUT_FOREVER;
-	fill_stat(fs, node, &info, &e->attr);
-	return 0;
-}
-
-static int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e)
-{
-	memset(e, 0, sizeof(*e));
-	int rc = pfs_ctl_getattr(ino, &e->attr);
-	if (rc < 0)
-		return rc;
-	e->ino = ino;
-	e->entry_timeout = TIMEOUT_FOREVER;
-	e->attr_timeout = 0; /* dynamic content: see ctl.c */
-	return 0;
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -187,55 +129,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct pfs_fs *fs = fs_of(req);
 	struct fuse_entry_param e;
-	uint32_t dir, node;
-	uint64_t cino;
 	pfs_stat_op(PFS_OP_LOOKUP);
-	if (parent == FUSE_ROOT_ID && !strcmp(name, PFS_CTL_NAME)) {
-		ctl_entry(PFS_CTL_INO_DIR, &e);
-		fuse_reply_entry(req, &e);
-		return;
-	}
-	if (fs->views && (parent == PFS_CTL_INO_VIEWS || pfs_fsi_is_view(parent))) {
-		uint32_t spec;
-		int rc;
-		if (parent == PFS_CTL_INO_VIEWS) {
-			/* An invalid spec is ENOENT (and a log line with the grammar),
-			 * not a cached negative entry: it is not part of the data. */
-			rc = pfs_views_spec(fs->views, name, &spec);
-			node = PFS_FTABLE_ROOT;
-		} else {
-			pfs_fsi_view_split(parent, &spec, &dir);
-			rc = pfs_ftable_lookup(fs->ft, dir, name, &node);
-		}
-		if (rc == 0)
-			rc = pfs_fsi_view_entry(fs, pfs_fsi_view_ino(spec, node), &e);
-		if (rc < 0)
-			fuse_reply_err(req, rc == -ENOTDIR || rc == -EIO || rc == -EACCES ? -rc : ENOENT);
-		else
-			fuse_reply_entry(req, &e);
-		return;
-	}
-	if (pfs_ctl_is(parent)) {
-		if (pfs_ctl_lookup(parent, name, &cino) < 0 || ctl_entry(cino, &e) < 0)
-			fuse_reply_err(req, ENOENT);
-		else
-			fuse_reply_entry(req, &e);
-		return;
-	}
-	int rc = node_of(fs, parent, &dir);
-	if (rc == 0)
-		rc = pfs_ftable_lookup(fs->ft, dir, name, &node);
-	if (rc == -ENOENT) {
-		/* Cached negative entry: the listing is complete and immutable. */
-		memset(&e, 0, sizeof(e));
-		e.entry_timeout = TIMEOUT_FOREVER;
-		fuse_reply_entry(req, &e);
-		return;
-	}
-	if (rc == 0)
-		rc = pfs_fsi_entry(fs, node, &e);
+	/* The control tree hides a dataset entry of its name in the root. */
+	const struct pfs_fsi_kind *k = parent == FUSE_ROOT_ID && !strcmp(name, PFS_CTL_NAME) ?
+				       &pfs_fsi_ctl : kind_of(fs, parent);
+	int rc = k ? k->lookup(fs, parent, name, &e) : -ENOENT;
 	if (rc < 0)
-		fuse_reply_err(req, -rc);
+		reply_err(req, rc);
 	else
 		fuse_reply_entry(req, &e);
 }
@@ -243,23 +143,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pfs_fs *fs = fs_of(req);
+	const struct pfs_fsi_kind *k = kind_of(fs, ino);
 	struct fuse_entry_param e;
-	uint32_t node;
 	(void)fi;
 	pfs_stat_op(PFS_OP_GETATTR);
-	if (pfs_fsi_is_view(ino) && fs->views) {
-		int rc = pfs_fsi_view_entry(fs, ino, &e);
-		if (rc < 0)
-			fuse_reply_err(req, -rc);
-		else
-			fuse_reply_attr(req, &e.attr, e.attr_timeout);
-		return;
-	}
-	int rc = pfs_ctl_is(ino) ? ctl_entry(ino, &e) : node_of(fs, ino, &node);
-	if (rc == 0 && !pfs_ctl_is(ino))
-		rc = pfs_fsi_entry(fs, node, &e);
+	int rc = k ? k->getattr(fs, ino, &e) : -ENOENT;
 	if (rc < 0)
-		fuse_reply_err(req, -rc);
+		reply_err(req, rc);
 	else
 		fuse_reply_attr(req, &e.attr, e.attr_timeout);
 }
@@ -267,30 +157,17 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pfs_fs *fs = fs_of(req);
+	const struct pfs_fsi_kind *k = kind_of(fs, ino);
 	pfs_stat_op(PFS_OP_OPEN);
-	if (ino == PFS_CTL_INO_ORDER) {
-		/* Written by loaders; O_TRUNC arrives as a setattr. */
-		fi->direct_io = 1;
+	int rc = -ENOENT;
+	if (k && !k->write && (fi->flags & O_ACCMODE) != O_RDONLY)
+		rc = -EROFS; /* a kind without writes is read-only */
+	else if (k)
+		rc = k->open(fs, ino, fi);
+	if (rc < 0)
+		reply_err(req, rc);
+	else
 		fuse_reply_open(req, fi);
-		return;
-	}
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	if (fs->no_open && !pfs_ctl_is(ino)) {
-		fuse_reply_err(req, ENOSYS); /* never ask again */
-		return;
-	}
-	fi->keep_cache = !pfs_ctl_is(ino);
-	fi->direct_io = pfs_ctl_is(ino);
-	if (pfs_ctl_is(ino)) {
-		/* direct_io reads come without a getattr first: take the
-		 * snapshot they will read now. */
-		struct stat st;
-		pfs_ctl_getattr(ino, &st);
-	}
-	fuse_reply_open(req, fi);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -299,7 +176,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	pfs_stat_op(PFS_OP_OPENDIR);
 	(void)ino;
 	if (fs->no_opendir) {
-		fuse_reply_err(req, ENOSYS);
+		reply_err(req, -ENOSYS);
 		return;
 	}
 	fi->keep_cache = 1;
@@ -307,237 +184,69 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
-
-/* The SSD tier's copy is usable only if it is of the version this mount
- * has pinned for the file; with none pinned yet it pins its own (after a
- * remount, the origin's first answer is then checked against it). An
- * entry without a validator (written by an older prestofs) is a miss. */
-static int fill_from_ssd(struct fill_ctx *c, const char *path, void *buf, size_t len)
-{
-	char ssd_etag[PFS_ETAG_MAX];
-	uint64_t blk = c->off / c->fs->block_size;
-	if (pfs_ssd_get(c->fs->ssd, path, blk, c->fp, buf, len, ssd_etag) < 0 || !ssd_etag[0])
-		return -ENOENT;
-	return pfs_ftable_set_etag(c->fs->ft, c->node, ssd_etag);
-}
-
-/* Fetches a block from the origin and checks it against the file's pinned
- * validator. The first answer to come back pins it (compare-and-set). An
- * answer of another version is never served nor cached: the origin asks
- * once more itself when the validator differs from one it was given;
- * here, a fill that lost the race to pin (it started before any pin) asks
- * once more with the winner's validator (If-Match), then fails. */
-static int fill_from_origin(struct fill_ctx *c, const char *path, void *buf, size_t len,
-			    char *v)
-{
-	int rc = -EIO;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		pfs_ftable_etag(c->fs->ft, c->node, v);
-		rc = pfs_origin_read(c->fs->origin, path, c->size, c->off, len, buf, v);
-		if (rc < 0)
-			break;
-		rc = pfs_ftable_set_etag(c->fs->ft, c->node, v);
-		if (rc != -ESTALE)
-			break;
-		pfs_debug("'%s' at %llu: another version won the pin; asking again", path,
-			  (unsigned long long)c->off);
-	}
-	if (rc == 0 && !strcmp(v, PFS_VALIDATOR_NONE) &&
-	    !__atomic_exchange_n(&c->fs->warned_no_validator, 1, __ATOMIC_RELAXED))
-		pfs_warn("the origin gives neither ETag nor Last-Modified (first seen on '%s'): "
-			 "only sizes can show that an object changed", path);
-	return rc;
-}
-
-/* A RAM miss: the SSD tier, else the origin (then written to the SSD tier
- * at once, so an unmount or a crash loses nothing that was fetched). */
-int  pfs_fsi_fill_block(void *p, void *buf, size_t len)
-{
-	struct fill_ctx *c = p;
-	char path[4096];
-	char v[PFS_ETAG_MAX];
-	int rc = pfs_ftable_path(c->fs->ft, c->node, path, sizeof(path));
-	if (rc < 0)
-		return rc;
-	if (c->fs->ssd && fill_from_ssd(c, path, buf, len) == 0)
-		return 0;
-	/* A file that just failed fails again at once (see failmem.h). */
-	rc = pfs_failmem_take(c->fs->failed, c->node, pfs_clock_ns());
-	if (rc < 0)
-		return rc;
-	rc = fill_from_origin(c, path, buf, len, v);
-	if (rc < 0)
-		pfs_failmem_note(c->fs->failed, c->node, rc, pfs_clock_ns());
-	else
-		pfs_failmem_clear(c->fs->failed, c->node);
-	if (rc == 0) {
-		if (c->fs->ssd)
-			pfs_ssd_put(c->fs->ssd, path, c->off / c->fs->block_size, c->fp,
-				    v, buf, len);
-	} else if (rc != -ESTALE) {
-		char key[4200];
-		snprintf(key, sizeof(key), "readfail:%s", path);
-		pfs_log_limited(PFS_LOG_WARN, key, "read of '%s' at %llu failed: %s", path,
-				(unsigned long long)c->off, strerror(-rc));
-	}
-	return rc;
-}
-
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct pfs_fs *fs = fs_of(req);
+	const struct pfs_fsi_kind *k = kind_of(fs, ino);
+	struct pfs_fsi_read r;
 	(void)fi;
 	pfs_stat_op(PFS_OP_READ);
-	if (pfs_ctl_is(ino)) {
-		char *buf = malloc(size ? size : 1);
-		size_t got = 0;
-		int rc = buf ? pfs_ctl_read(ino, (uint64_t)off, size, buf, &got) : -ENOMEM;
-		if (rc < 0)
-			fuse_reply_err(req, -rc);
-		else
-			fuse_reply_buf(req, buf, got);
-		free(buf);
-		return;
-	}
-	if (pfs_fsi_is_view(ino) && fs->views) {
-		pfs_fsi_view_read(req, fs, ino, size, off);
-		return;
-	}
-	uint32_t node;
-	if (node_of(fs, ino, &node) < 0) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	pfs_fsi_read_dataset(req, fs, node, size, off);
-}
-
-/* A read of a dataset file: its blocks, straight from the cache. */
-void  pfs_fsi_read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, size_t size,
-			 off_t off)
-{
-	fuse_ino_t ino = (fuse_ino_t)node + 1;
-	struct pfs_fnode info;
-	if (pfs_ftable_get(fs->ft, node, &info) < 0) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (info.is_dir) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	uint64_t start = (uint64_t)off;
-	if (off < 0 || start >= info.size || size == 0) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	/* A read of a file's first byte starts a sample: it drives epoch
-	 * tracking (see cache/epoch.h); re-reads come from the page cache. */
-	if (start == 0)
-		pfs_fsi_note_sample(fs, node);
-	uint64_t t0 = pfs_clock_ns();
-	uint64_t end = info.size - start < size ? info.size : start + size;
-	uint64_t bs = fs->block_size;
-	uint64_t first = start / bs, last = (end - 1) / bs;
-	size_t n = (size_t)(last - first + 1);
-	struct pfs_block *stackb[4];
-	struct iovec stackv[4];
-	struct pfs_block **blocks = n <= 4 ? stackb : calloc(n, sizeof(*blocks));
-	struct iovec *iov = n <= 4 ? stackv : calloc(n, sizeof(*iov));
-	size_t got = 0;
-	int rc = blocks && iov ? 0 : -ENOMEM;
-	for (uint64_t b = first; rc == 0 && b <= last; b++) {
-		uint64_t boff = b * bs;
-		size_t blen = (size_t)(info.size - boff < bs ? info.size - boff : bs);
-		struct fill_ctx c = {fs, node, info.size, boff, info.fp};
-		rc = pfs_bcache_get(fs->cache, ino, b, blen, info.size, 0, pfs_fsi_fill_block, &c,
-				    &blocks[got]);
-		if (rc < 0)
-			break;
-		uint64_t lo = start > boff ? start - boff : 0;
-		uint64_t hi = end < boff + blen ? end - boff : blen;
-		iov[got].iov_base = (char *)pfs_block_data(blocks[got]) + lo;
-		iov[got].iov_len = (size_t)(hi - lo);
-		got++;
-	}
-	uint64_t waited = pfs_clock_ns() - t0;
-	if (waited > STALL_THRESHOLD_NS)
-		__atomic_add_fetch(&fs->stall_ns, waited, __ATOMIC_RELAXED);
+	memset(&r, 0, sizeof(r));
+	int rc = k ? k->read(fs, ino, size, off, &r) : -ENOENT;
 	if (rc < 0)
-		fuse_reply_err(req, rc == -ENOENT || rc == -EACCES || rc == -ENOMEM ? -rc : EIO);
+		reply_err(req, rc);
 	else
-		fuse_reply_iov(req, iov, (int)got);
-	if (rc == 0 && fs->prefetch)
-		pfs_prefetch_on_read(fs->prefetch, node, info.size, start, (size_t)(end - start));
-	for (size_t i = 0; i < got; i++)
-		pfs_bcache_put(fs->cache, blocks[i]);
-	if (blocks != stackb)
-		free(blocks);
-	if (iov != stackv)
-		free(iov);
+		fuse_reply_iov(req, r.niov ? r.iov : r.stackv, r.niov);
+	pfs_fsi_read_done(fs, &r, rc);
 }
 
-/* Shared by readdir and readdirplus. Offsets: 1 = ".", 2 = "..",
- * 3 + k = k-th child. */
+/* Shared by readdir and readdirplus: "." and "..", then the kind's
+ * entries. Offsets: 1 = ".", 2 = "..", 3 + k = k-th entry. */
+static int fill_dir(fuse_req_t req, struct pfs_fs *fs, fuse_ino_t ino, size_t size,
+		    off_t off, int plus, char *buf, size_t *used)
+{
+	const struct pfs_fsi_kind *k = kind_of(fs, ino);
+	uint32_t n;
+	int rc = k ? k->dir_size(fs, ino, &n) : -ENOENT;
+	if (rc < 0)
+		return rc;
+	*used = 0;
+	for (uint64_t i = off < 0 ? 0 : (uint64_t)off; i < 2ull + n; i++) {
+		struct fuse_entry_param e;
+		const char *name;
+		memset(&e, 0, sizeof(e));
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			e.attr.st_ino = i == 0 || ino == FUSE_ROOT_ID ? ino : FUSE_ROOT_ID;
+			e.attr.st_mode = S_IFDIR;
+		} else {
+			rc = k->dir_entry(fs, ino, (uint32_t)(i - 2), plus, &name, &e);
+			if (rc < 0)
+				return rc;
+			if (rc > 0)
+				continue;
+		}
+		size_t len = plus ? fuse_add_direntry_plus(req, buf + *used, size - *used, name,
+							   &e, (off_t)(i + 1))
+				  : fuse_add_direntry(req, buf + *used, size - *used, name,
+						      &e.attr, (off_t)(i + 1));
+		if (len > size - *used)
+			break;
+		*used += len;
+	}
+	return 0;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
-	struct pfs_fs *fs = fs_of(req);
-	uint32_t dir, spec = 0;
-	int ctl = pfs_ctl_is(ino);
-	int view = pfs_fsi_is_view(ino) && fs->views;
-	if (view)
-		pfs_fsi_view_split(ino, &spec, &dir);
-	if (!ctl && !view && node_of(fs, ino, &dir) < 0) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	struct pfs_fnode info;
-	if (!ctl && (pfs_ftable_get(fs->ft, dir, &info) < 0 || !info.is_dir)) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	char *buf = malloc(size);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	uint32_t n = ctl ? pfs_ctl_nchildren(ino) : pfs_ftable_nchildren(fs->ft, dir);
 	size_t used = 0;
-	for (uint64_t k = off < 0 ? 0 : (uint64_t)off; k < 2ull + n; k++) {
-		struct fuse_entry_param e;
-		memset(&e, 0, sizeof(e));
-		const char *name;
-		if (k < 2) {
-			name = k == 0 ? "." : "..";
-			e.attr.st_ino = k == 0 || ino == FUSE_ROOT_ID ? ino : FUSE_ROOT_ID;
-			e.attr.st_mode = S_IFDIR;
-		} else if (ctl) {
-			uint64_t cino;
-			name = pfs_ctl_child(ino, (uint32_t)(k - 2), &cino);
-			if (plus ? ctl_entry(cino, &e) < 0 : pfs_ctl_getattr(cino, &e.attr) < 0)
-				continue;
-		} else {
-			uint32_t child = pfs_ftable_child(fs->ft, dir, (uint32_t)(k - 2));
-			name = pfs_ftable_name(fs->ft, child);
-			if (dir == PFS_FTABLE_ROOT && !strcmp(name, PFS_CTL_NAME))
-				continue; /* shadowed by the control tree */
-			pfs_fsi_entry(fs, child, &e);
-			if (view) {
-				/* Type and inode only: a view file's size may need its
-				 * source, so it is computed at lookup, not here. */
-				e.ino = 0;
-				e.attr.st_ino = pfs_fsi_view_ino(spec, child);
-			}
-		}
-		size_t len = plus ? fuse_add_direntry_plus(req, buf + used, size - used,
-							   name, &e, (off_t)(k + 1))
-				  : fuse_add_direntry(req, buf + used, size - used, name,
-						      &e.attr, (off_t)(k + 1));
-		if (len > size - used)
-			break;
-		used += len;
-	}
-	fuse_reply_buf(req, buf, used);
+	char *buf = malloc(size ? size : 1);
+	int rc = buf ? fill_dir(req, fs_of(req), ino, size, off, plus, buf, &used) : -ENOMEM;
+	if (rc < 0)
+		reply_err(req, rc);
+	else
+		fuse_reply_buf(req, buf, used);
 	free(buf);
 }
 
@@ -600,31 +309,46 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+/* ---- writes: the order file takes them, nothing else ------------------- */
+
 /* Everything that would change the dataset. The mount is "ro" too, so the
  * kernel normally refuses these before they reach us. */
 static void deny(fuse_req_t req)
 {
 	pfs_stat_op(PFS_OP_WRITE_DENIED);
-	fuse_reply_err(req, EROFS);
+	reply_err(req, -EROFS);
 }
-/* The order file takes writes and truncation; everything else is the
- * dataset, which is read-only. */
+
 static void op_setattr(fuse_req_t r, fuse_ino_t i, struct stat *a, int s, struct fuse_file_info *f)
 {
 	struct pfs_fs *fs = fs_of(r);
-	(void)f;
-	if (i != PFS_CTL_INO_ORDER || !fs->order || (s & ~(FUSE_SET_ATTR_SIZE |
-	    FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME |
-	    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))) {
-		deny(r);
-		return;
-	}
-	if ((s & FUSE_SET_ATTR_SIZE) && a->st_size == 0)
-		pfs_order_reset(fs->order);
+	const struct pfs_fsi_kind *k = kind_of(fs, i);
 	struct stat st;
-	pfs_ctl_getattr(i, &st);
-	fuse_reply_attr(r, &st, 0);
+	(void)f;
+	int rc = k && k->setattr ? k->setattr(fs, i, a, s, &st) : -EROFS;
+	if (rc == -EROFS)
+		pfs_stat_op(PFS_OP_WRITE_DENIED);
+	if (rc < 0)
+		reply_err(r, rc);
+	else
+		fuse_reply_attr(r, &st, 0);
 }
+
+static void op_write(fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t o,
+		     struct fuse_file_info *f)
+{
+	struct pfs_fs *fs = fs_of(r);
+	const struct pfs_fsi_kind *k = kind_of(fs, i);
+	(void)f;
+	int rc = k && k->write ? k->write(fs, i, b, s, o) : -EROFS;
+	if (rc == -EROFS)
+		pfs_stat_op(PFS_OP_WRITE_DENIED);
+	if (rc < 0)
+		reply_err(r, rc);
+	else
+		fuse_reply_write(r, s);
+}
+
 static void op_mknod(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m, dev_t d)
 { (void)p; (void)n; (void)m; (void)d; deny(r); }
 static void op_mkdir(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m)
@@ -638,18 +362,6 @@ static void op_rename(fuse_req_t r, fuse_ino_t p, const char *n, fuse_ino_t np,
 { (void)p; (void)n; (void)np; (void)nn; (void)fl; deny(r); }
 static void op_link(fuse_req_t r, fuse_ino_t i, fuse_ino_t np, const char *n)
 { (void)i; (void)np; (void)n; deny(r); }
-static void op_write(fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t o,
-		     struct fuse_file_info *f)
-{
-	struct pfs_fs *fs = fs_of(r);
-	(void)f;
-	if (i != PFS_CTL_INO_ORDER || !fs->order || o < 0) {
-		deny(r);
-		return;
-	}
-	pfs_order_write(fs->order, (uint64_t)o, b, s);
-	fuse_reply_write(r, s);
-}
 static void op_create(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m,
 		      struct fuse_file_info *f)
 { (void)p; (void)n; (void)m; (void)f; deny(r); }
@@ -658,6 +370,8 @@ static void op_setxattr(fuse_req_t r, fuse_ino_t i, const char *n, const char *v
 { (void)i; (void)n; (void)v; (void)s; (void)f; deny(r); }
 static void op_removexattr(fuse_req_t r, fuse_ino_t i, const char *n)
 { (void)i; (void)n; deny(r); }
+
+/* ---- the prefetcher's callbacks (prefetch.h) ---------------------------- */
 
 int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 {
@@ -668,7 +382,7 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 	struct pfs_fnode info;
 	if (pfs_ftable_get(fs->ft, node, &info) < 0 || info.is_dir)
 		return -ENOENT;
-	struct fill_ctx c = {fs, node, info.size, blk * fs->block_size, info.fp};
+	struct pfs_fsi_fill c = {fs, node, info.size, blk * fs->block_size, info.fp};
 	struct pfs_block *b;
 	int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, blk, len, info.size,
 				PFS_BCACHE_PREFETCH, pfs_fsi_fill_block, &c, &b);

@@ -2,10 +2,19 @@
  * cache and the origin.
  *
  * Inode numbers are file-table nodes + 1 (the root is FUSE_ROOT_ID);
- * control inodes are those of ctl.h. The dataset is immutable while
- * mounted, so entries and attributes are cached by the kernel for a long
- * time, negative lookups too, and opens cost no round trip where the
- * kernel supports it. A read is answered straight from cache blocks.
+ * control inodes are those of ctl.h; view inodes live above 2^48. The
+ * dataset is immutable while mounted, so entries and attributes are cached
+ * by the kernel for a long time, negative lookups too, and opens cost no
+ * round trip where the kernel supports it. A read is answered straight
+ * from cache blocks. Every request gets exactly one reply; errors that are
+ * about fetching data (origin down, another version, a bad JPEG) reach the
+ * application as EIO, never as a short or wrong read.
+ *
+ * Threads: create, set_prefetch and destroy run on the mounting thread,
+ * before fuse_session_new and after the session ended. Everything else may
+ * run on any number of threads at once: FUSE workers call the operations,
+ * prefetch workers the prefetch callbacks, FUSE workers the stats source.
+ * No lock of this module is held while any of them waits on the origin.
  */
 #ifndef PFS_FS_H
 #define PFS_FS_H
@@ -43,7 +52,31 @@ void pfs_fs_destroy(struct pfs_fs *fs);
 struct pfs_prefetch;
 int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p);
 
-/* Callbacks for the prefetcher (ctx: the pfs_fs). See prefetch.h. */
+/* Callbacks for the prefetcher (prefetch.h's pfs_prefetch_*_fn; ctx: the
+ * pfs_fs, which must outlive the prefetcher).
+ *
+ * pfs_fs_prefetch_block: brings block `blk` (len bytes) of object `obj`
+ * into the RAM tier through the same fill as a demand read (SSD tier, then
+ * the origin under the file's pinned version; the block goes to the SSD
+ * tier too). A view object is fetched whole (blk ignored). Runs on a
+ * prefetch worker and waits for the origin; takes no lock of the
+ * prefetcher. Returns 0 (the block may still not be kept: the cache's
+ * policy decides); -ENOENT for a node that is no file; -ENOMEM; -ESTALE
+ * when the object changed (another version is pinned); for a view, -EIO
+ * or -E2BIG for a source that is no decodable JPEG or too many pixels; the
+ * origin's error (-EIO, -ETIMEDOUT, -EACCES, ...) otherwise, also when it
+ * failed the file moments ago (cache/failmem.h).
+ *
+ * pfs_fs_prefetch_room: 1 while the resident set, else the staging area,
+ * has room for `len` more bytes beyond `inflight` (under lru: while under
+ * a quarter of the budget is in flight), else 0. Called with the
+ * prefetcher's lock held: reads counters of the cache only (its lock,
+ * briefly), never calls the prefetcher.
+ *
+ * pfs_fs_prefetch_cached: PFS_PREFETCH_SKIP_OBJECT for a file the origin
+ * just failed (cache/failmem.h), PFS_PREFETCH_SKIP_BLOCK for a block that
+ * is in the RAM tier or being filled, else 0. Called with the prefetcher's
+ * lock held; takes the cache's and failmem's locks briefly. */
 int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len);
 int pfs_fs_prefetch_room(void *ctx, uint64_t len, uint64_t inflight);
 int pfs_fs_prefetch_cached(void *ctx, uint64_t obj, uint64_t blk);

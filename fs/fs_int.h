@@ -1,17 +1,33 @@
-/* fs_int.h - private to fs/: the state of a mount, shared by fs.c (the
- * FUSE operations) and fs_views.c (the views tree). */
+/* fs_int.h - private to fs/: the state of a mount, the inode kinds and the
+ * read path they share.
+ *
+ * Every inode is of one kind, decided once per request from its number
+ * (fs.c, kind_of()):
+ *   dataset   1 .. count               node_data.c  (file-table node + 1)
+ *   control   PFS_CTL_INO_BASE + i     node_ctl.c   (ctl.h; .prestofs/...)
+ *   view      VIEW_BASE | spec<<32 | node  node_view.c (.prestofs/views/...)
+ * fs.c calls the kind's operation, which returns 0 or a negative errno and
+ * never replies; fs.c replies exactly once, mapping errors in one place
+ * (reply_err). The calls point one way: fs.c -> node_view.c -> node_data.c
+ * -> readpath.c; node_ctl.c -> readpath.c's neighbours ctl.c and order.c.
+ *
+ * Threads: every function here may run on any FUSE worker or prefetch
+ * worker thread at once; struct pfs_fs is read-only after mounting except
+ * the fields marked atomic.
+ */
 #ifndef PFS_FS_INT_H
 #define PFS_FS_INT_H
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <fuse_lowlevel.h>
 
 #include "../catalog/ftable.h"
+#include "../cache/bcache.h"
 #include "../cache/policy.h"
 
 struct pfs_origin;
-struct pfs_bcache;
 struct pfs_ssd;
 struct pfs_epoch;
 struct pfs_views;
@@ -34,42 +50,113 @@ struct pfs_fs {
 	struct pfs_order *order;
 	struct pfs_views *views;       /* NULL: no views */
 	struct pfs_failmem *failed;    /* files the origin just failed */
-	/* The current epoch's counters: bases taken when it began (atomics). */
+	/* The current epoch's counters: bases taken when it began (atomic). */
 	uint64_t epoch_seen, base_hits, base_misses, base_stall_ns;
 	uint64_t stall_ns; /* atomic: time demand reads waited for data */
 	int warned_no_validator; /* atomic: logged once per mount */
 };
 
+/* Attributes never change while mounted: the kernel may keep them. */
+#define PFS_FSI_TIMEOUT_FOREVER 1e6 /* seconds */
+
+/* ---- readpath.c: fills, reads, stall timing, epoch notes -------------- */
+
 /* A demand read that took longer than this waited for a fill (a RAM hit
  * takes about a microsecond). */
-#define STALL_THRESHOLD_NS 50000
+#define PFS_FSI_STALL_NS 50000
 
-/* A block fill: which file, where, and its listing fingerprint. */
-struct fill_ctx {
+/* What one read replies with: slices of cached blocks (held until the
+ * reply is sent) or of an owned buffer. pfs_fsi_read_done() releases it
+ * and tells the prefetcher. Zero it before use. */
+struct pfs_fsi_read {
+	struct iovec *iov;
+	int niov;
+	struct pfs_block **blocks;
+	size_t nblocks;
+	char *buf;                  /* owned (control files), or NULL */
+	struct iovec stackv[4];
+	struct pfs_block *stackb[4];
+	/* Reported to the prefetcher after the reply, when on_read is set. */
+	int on_read;
+	uint32_t node;
+	uint64_t file_size, off, len;
+};
+
+/* Where the bytes of a read come from: cache key `ino`, an object of
+ * `size` bytes in blocks of `block`. fill NULL: dataset file `node`
+ * (pfs_fsi_fill_block); else fill(fill_ctx) fills every block. */
+struct pfs_fsi_source {
+	uint64_t ino, size, block;
+	uint32_t node;
+	uint64_t fp;                /* the node's listing fingerprint */
+	pfs_bcache_fill_fn fill;
+	void *fill_ctx;
+};
+
+/* A read at offset 0 of file `node`: epoch tracking and the epoch's
+ * counters (see cache/epoch.h). */
+void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node);
+/* Bytes [start, end) of src into r (end <= src->size, start < end):
+ * 0, or the first block's error; the time spent waiting counts as a stall. */
+int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64_t start,
+		       uint64_t end, struct pfs_fsi_read *r);
+/* After the reply (rc: what the read returned): blocks released, buffers
+ * freed, the prefetcher told. */
+void pfs_fsi_read_done(struct pfs_fs *fs, struct pfs_fsi_read *r, int rc);
+
+/* A block of a dataset file, for a bcache fill. */
+struct pfs_fsi_fill {
 	struct pfs_fs *fs;
 	uint32_t node;
 	uint64_t size, off, fp;
 };
-
-/* fs.c */
-/* A read at offset 0: epoch tracking and the epoch's counters. */
-void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node);
-/* Entry and attributes of a dataset node. */
-int pfs_fsi_entry(const struct pfs_fs *fs, uint32_t node, struct fuse_entry_param *e);
-/* A RAM miss: the SSD tier, else the origin (a pfs_bcache_fill_fn). */
+/* A RAM miss: the SSD tier, else the origin, under the file's pinned
+ * version (a pfs_bcache_fill_fn; p: struct pfs_fsi_fill). */
 int pfs_fsi_fill_block(void *p, void *buf, size_t len);
-/* Replies to a read of a dataset file. */
-void pfs_fsi_read_dataset(fuse_req_t req, struct pfs_fs *fs, uint32_t node, size_t size,
-			  off_t off);
+/* The whole of dataset file `node` in a malloc'd buffer (*out, freed by
+ * the caller), through the cache with bcache `flags`; -EFBIG past max. */
+int pfs_fsi_read_whole(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
+		       unsigned flags, uint64_t max, char **out);
 
-/* fs_views.c: view inodes are VIEW_BASE | spec << 32 | node. */
+/* ---- the inode kinds --------------------------------------------------- */
+
+/* Each returns 0 or a negative errno and never replies. NULL: the kind has
+ * no such operation (fs.c answers for it). */
+struct pfs_fsi_kind {
+	const char *name;
+	/* Entry `name` in directory `parent`; 0 with e->ino 0 is a negative
+	 * entry the kernel may cache. */
+	int (*lookup)(struct pfs_fs *fs, fuse_ino_t parent, const char *name,
+		      struct fuse_entry_param *e);
+	int (*getattr)(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
+	/* fi->flags checked by fs.c for writes; sets keep_cache/direct_io. */
+	int (*open)(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi);
+	int (*read)(struct pfs_fs *fs, fuse_ino_t ino, size_t size, off_t off,
+		    struct pfs_fsi_read *r);
+	/* A directory's entry count (after ".", ".."), or -ENOTDIR... */
+	int (*dir_size)(struct pfs_fs *fs, fuse_ino_t ino, uint32_t *n);
+	/* Its k-th entry: 0, 1 to skip it, or a negative errno. With plus 0
+	 * only e->attr's st_ino and st_mode need be set. */
+	int (*dir_entry)(struct pfs_fs *fs, fuse_ino_t ino, uint32_t k, int plus,
+			 const char **name, struct fuse_entry_param *e);
+	int (*write)(struct pfs_fs *fs, fuse_ino_t ino, const char *buf, size_t size,
+		     off_t off);
+	int (*setattr)(struct pfs_fs *fs, fuse_ino_t ino, const struct stat *attr, int to_set,
+		       struct stat *out);
+};
+
+extern const struct pfs_fsi_kind pfs_fsi_data, pfs_fsi_ctl, pfs_fsi_view;
+
+/* node_data.c: entry and attributes of dataset node `node`. */
+int pfs_fsi_data_entry(const struct pfs_fs *fs, uint32_t node, struct fuse_entry_param *e);
+/* Replies' worth of a dataset read (node_view.c passes files through). */
+int pfs_fsi_data_read(struct pfs_fs *fs, uint32_t node, size_t size, off_t off,
+		      struct pfs_fsi_read *r);
+
+/* node_view.c: view inodes. */
 int pfs_fsi_is_view(fuse_ino_t ino);
-fuse_ino_t pfs_fsi_view_ino(uint32_t spec, uint32_t node);
-void pfs_fsi_view_split(fuse_ino_t ino, uint32_t *spec, uint32_t *node);
-int pfs_fsi_view_entry(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
-void pfs_fsi_view_read(fuse_req_t req, struct pfs_fs *fs, fuse_ino_t ino, size_t size,
-		       off_t off);
 /* Brings the output of view `spec` of file `node` into the cache. */
 int pfs_fsi_view_prefetch(struct pfs_fs *fs, uint32_t spec, uint32_t node);
+fuse_ino_t pfs_fsi_view_ino(uint32_t spec, uint32_t node);
 
 #endif

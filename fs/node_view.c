@@ -1,0 +1,280 @@
+/* node_view.c - view inodes (fs_int.h): the tree
+ * MOUNT/.prestofs/views/SPEC/REL/PATH, its root directory
+ * (PFS_CTL_INO_VIEWS) included. The transforms are transform/, the spec
+ * table and the worker pool views.h.
+ *
+ * A view inode is VIEW_BASE | spec << 32 | node: the same namespace as the
+ * dataset, per interned spec. A file that is not a JPEG passes through
+ * (its reads share the dataset file's cache blocks); a JPEG's output is
+ * one cache block keyed by its view inode, and is kept in the SSD tier
+ * under ".views/SPEC/REL/PATH" with the source's validator.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "fs_int.h"
+#include "views.h"
+#include "../catalog/listing.h"
+#include "../cache/ssd.h"
+#include "../util/log.h"
+
+#define VIEW_BASE (1ull << 48)
+
+int pfs_fsi_is_view(fuse_ino_t ino)
+{
+	return ino >= VIEW_BASE;
+}
+
+fuse_ino_t pfs_fsi_view_ino(uint32_t spec, uint32_t node)
+{
+	return VIEW_BASE | (uint64_t)spec << 32 | node;
+}
+
+static void view_split(fuse_ino_t ino, uint32_t *spec, uint32_t *node)
+{
+	*spec = (uint32_t)((ino - VIEW_BASE) >> 32);
+	*node = (uint32_t)ino;
+}
+
+/* The whole source file, through the cache (and so the SSD tier). */
+static int read_source(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
+		       unsigned flags, char **out)
+{
+	return pfs_fsi_read_whole(fs, node, info, flags, PFS_VIEWS_MAX_OUTPUT, out);
+}
+
+/* Output size of a view file (a JPEG under spec), remembered per inode. */
+static int view_size(struct pfs_fs *fs, fuse_ino_t ino, unsigned flags, uint64_t *size)
+{
+	uint32_t spec, node;
+	struct pfs_fnode info;
+	view_split(ino, &spec, &node);
+	if (pfs_ftable_get(fs->ft, node, &info) < 0)
+		return -ENOENT;
+	char *src = NULL;
+	int rc = pfs_views_size(fs->views, spec, ino, NULL, 0, size);
+	if (rc == -EAGAIN) { /* not known yet: needs the source */
+		rc = read_source(fs, node, &info, flags, &src);
+		if (rc == 0)
+			rc = pfs_views_size(fs->views, spec, ino, src, (size_t)info.size, size);
+		if (rc == -EIO || rc == -E2BIG) { /* the first time only */
+			char path[4096];
+			pfs_ftable_path(fs->ft, node, path, sizeof(path));
+			pfs_warn("view %s of '%s': %s", pfs_views_canon(fs->views, spec), path,
+				 rc == -E2BIG ? "more pixels than view_max_pixels" :
+				 "not a decodable JPEG");
+		}
+	}
+	free(src);
+	return rc;
+}
+
+static int view_entry(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param *e)
+{
+	uint32_t spec, node;
+	view_split(ino, &spec, &node);
+	int rc = pfs_fsi_data_entry(fs, node, e);
+	if (rc < 0)
+		return rc;
+	e->ino = ino;
+	e->attr.st_ino = ino;
+	if (!S_ISDIR(e->attr.st_mode) && pfs_views_transforms(pfs_ftable_name(fs->ft, node))) {
+		uint64_t size;
+		rc = view_size(fs, ino, 0, &size);
+		if (rc < 0)
+			return rc;
+		e->attr.st_size = (off_t)size;
+		e->attr.st_blocks = (blkcnt_t)((size + 511) / 512);
+	}
+	return 0;
+}
+
+struct view_fill_ctx {
+	struct pfs_fs *fs;
+	uint32_t spec, node;
+	struct pfs_fnode info;
+	unsigned flags; /* for the source's blocks */
+};
+
+static int view_fill(void *p, void *buf, size_t len)
+{
+	struct view_fill_ctx *c = p;
+	struct pfs_fs *fs = c->fs;
+	char path[4096 + 300], rel[4096], etag[PFS_ETAG_MAX];
+	int rc = pfs_ftable_path(fs->ft, c->node, rel, sizeof(rel));
+	if (rc < 0)
+		return rc;
+	if (snprintf(path, sizeof(path), ".views/%.256s/%s", pfs_views_canon(fs->views, c->spec),
+		     rel) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	/* A stored output counts only if made from the source's pinned
+	 * version (or it pins its own): a view never mixes with another
+	 * version of its source. */
+	if (fs->ssd && pfs_ssd_get(fs->ssd, path, 0, c->info.fp, buf, len, etag) == 0 &&
+	    etag[0] && pfs_ftable_set_etag(fs->ft, c->node, etag) == 0)
+		return 0;
+	char *src;
+	rc = read_source(fs, c->node, &c->info, c->flags, &src);
+	if (rc < 0)
+		return rc;
+	void *out;
+	size_t out_len;
+	rc = pfs_views_apply(fs->views, c->spec, src, (size_t)c->info.size, &out, &out_len);
+	free(src);
+	if (rc < 0)
+		return rc;
+	if (out_len != len) {
+		free(out);
+		return -EIO; /* the size reported by stat must hold */
+	}
+	memcpy(buf, out, len);
+	free(out);
+	pfs_ftable_etag(fs->ft, c->node, etag);
+	if (fs->ssd && etag[0])
+		pfs_ssd_put(fs->ssd, path, 0, c->info.fp, etag, buf, len);
+	return 0;
+}
+
+/* ---- the kind's operations ---------------------------------------------- */
+
+/* In the views root, a name is a spec (an invalid one is ENOENT and a log
+ * line with the grammar, not a negative entry: it is not part of the
+ * data); below it, the dataset's names. */
+static int view_lookup(struct pfs_fs *fs, fuse_ino_t parent, const char *name,
+		       struct fuse_entry_param *e)
+{
+	uint32_t spec, dir, node = PFS_FTABLE_ROOT;
+	int rc;
+	if (parent == PFS_CTL_INO_VIEWS) {
+		rc = pfs_views_spec(fs->views, name, &spec);
+	} else {
+		view_split(parent, &spec, &dir);
+		rc = pfs_ftable_lookup(fs->ft, dir, name, &node);
+	}
+	return rc < 0 ? rc : view_entry(fs, pfs_fsi_view_ino(spec, node), e);
+}
+
+static int views_root_entry(fuse_ino_t ino, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ino;
+	e->entry_timeout = PFS_FSI_TIMEOUT_FOREVER;
+	return pfs_ctl_getattr(ino, &e->attr);
+}
+
+static int view_getattr(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param *e)
+{
+	if (ino == PFS_CTL_INO_VIEWS)
+		return views_root_entry(ino, e);
+	return view_entry(fs, ino, e);
+}
+
+static int view_open(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	if (fs->no_open)
+		return -ENOSYS;
+	fi->keep_cache = 1;
+	return 0;
+}
+
+static int view_read(struct pfs_fs *fs, fuse_ino_t ino, size_t size, off_t off,
+		     struct pfs_fsi_read *r)
+{
+	if (ino == PFS_CTL_INO_VIEWS)
+		return -EISDIR;
+	struct view_fill_ctx c = {.fs = fs};
+	view_split(ino, &c.spec, &c.node);
+	if (pfs_ftable_get(fs->ft, c.node, &c.info) < 0)
+		return -ENOENT;
+	if (c.info.is_dir)
+		return -EISDIR;
+	if (!pfs_views_transforms(pfs_ftable_name(fs->ft, c.node)))
+		return pfs_fsi_data_read(fs, c.node, size, off, r);
+	uint64_t osize;
+	int rc = view_size(fs, ino, 0, &osize);
+	if (rc < 0)
+		return rc;
+	if (off < 0 || (uint64_t)off >= osize || size == 0)
+		return 0;
+	if (off == 0)
+		pfs_fsi_note_sample(fs, c.node);
+	uint64_t end = osize - (uint64_t)off < size ? osize : (uint64_t)off + size;
+	struct pfs_fsi_source src = {.ino = ino, .size = osize, .block = osize,
+				     .node = c.node, .fill = view_fill, .fill_ctx = &c};
+	if (off == 0) { /* the order position moves */
+		r->on_read = 1;
+		r->node = c.node;
+		r->file_size = c.info.size;
+		r->off = 0;
+		r->len = end;
+	}
+	return pfs_fsi_read_range(fs, &src, (uint64_t)off, end, r);
+}
+
+static int view_dir_size(struct pfs_fs *fs, fuse_ino_t ino, uint32_t *n)
+{
+	uint32_t spec, dir;
+	struct pfs_fnode info;
+	if (ino == PFS_CTL_INO_VIEWS) {
+		*n = 0; /* specs are looked up, never listed */
+		return 0;
+	}
+	view_split(ino, &spec, &dir);
+	if (pfs_ftable_get(fs->ft, dir, &info) < 0)
+		return -ENOENT;
+	if (!info.is_dir)
+		return -ENOTDIR;
+	*n = pfs_ftable_nchildren(fs->ft, dir);
+	return 0;
+}
+
+static int view_dir_entry(struct pfs_fs *fs, fuse_ino_t ino, uint32_t k, int plus,
+			  const char **name, struct fuse_entry_param *e)
+{
+	(void)plus;
+	uint32_t spec, dir;
+	view_split(ino, &spec, &dir);
+	uint32_t child = pfs_ftable_child(fs->ft, dir, k);
+	*name = pfs_ftable_name(fs->ft, child);
+	if (dir == PFS_FTABLE_ROOT && !strcmp(*name, PFS_CTL_NAME))
+		return 1; /* shadowed by the control tree */
+	int rc = pfs_fsi_data_entry(fs, child, e);
+	/* Type and inode only: a view file's size may need its source, so it
+	 * is computed at lookup, not here. */
+	e->ino = 0;
+	e->attr.st_ino = pfs_fsi_view_ino(spec, child);
+	return rc;
+}
+
+const struct pfs_fsi_kind pfs_fsi_view = {
+	.name = "view",
+	.lookup = view_lookup,
+	.getattr = view_getattr,
+	.open = view_open,
+	.read = view_read,
+	.dir_size = view_dir_size,
+	.dir_entry = view_dir_entry,
+};
+
+int pfs_fsi_view_prefetch(struct pfs_fs *fs, uint32_t spec, uint32_t node)
+{
+	fuse_ino_t ino = pfs_fsi_view_ino(spec, node);
+	struct view_fill_ctx c = {.fs = fs, .spec = spec, .node = node,
+				  .flags = PFS_BCACHE_PREFETCH};
+	if (pfs_ftable_get(fs->ft, node, &c.info) < 0 || c.info.is_dir)
+		return -ENOENT;
+	uint64_t osize;
+	int rc = view_size(fs, ino, PFS_BCACHE_PREFETCH, &osize);
+	if (rc < 0)
+		return rc;
+	struct pfs_block *b;
+	rc = pfs_bcache_get(fs->cache, ino, 0, (size_t)osize, osize, PFS_BCACHE_PREFETCH,
+			    view_fill, &c, &b);
+	if (rc == 0)
+		pfs_bcache_put(fs->cache, b);
+	return rc;
+}

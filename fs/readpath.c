@@ -1,0 +1,215 @@
+/* readpath.c - the read path every kind of file shares (fs_int.h): a RAM
+ * miss filled from the SSD tier or the origin under the file's pinned
+ * version, reads sliced out of cache blocks, stall timing, epoch notes, and
+ * the counters they keep (pfs_fs_stats).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+#include "fs_int.h"
+#include "../prefetch/prefetch.h"
+#include "../cache/epoch.h"
+#include "../cache/failmem.h"
+#include "../cache/ssd.h"
+#include "../origin/origin.h"
+#include "../origin/validator.h"
+#include "../util/atomic.h"
+#include "../util/clock.h"
+#include "../util/log.h"
+#include "../util/stats.h"
+
+/* A read at offset 0 starts a sample: epoch tracking. When it opens a new
+ * epoch, that epoch's counters start from here. */
+void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node)
+{
+	uint64_t e = pfs_epoch_note_read(fs->epoch, node);
+	uint64_t seen = pfs_load(&fs->epoch_seen);
+	if (e != seen && __atomic_compare_exchange_n(&fs->epoch_seen, &seen, e, 0,
+						     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		pfs_store(&fs->base_hits, pfs_stat_get(ram_hits));
+		pfs_store(&fs->base_misses, pfs_stat_get(ram_misses));
+		pfs_store(&fs->base_stall_ns, pfs_load(&fs->stall_ns));
+		pfs_bcache_set_epoch(fs->cache, e);
+		pfs_debug("epoch %llu begins", (unsigned long long)e);
+	}
+}
+
+void pfs_fs_stats(void *ctx, struct pfs_stat_list *l)
+{
+	struct pfs_fs *fs = ctx;
+	pfs_stat_list_add(l, "epoch.demand_hits",
+			  (double)(pfs_stat_get(ram_hits) - pfs_load(&fs->base_hits)), 1);
+	pfs_stat_list_add(l, "epoch.demand_misses",
+			  (double)(pfs_stat_get(ram_misses) - pfs_load(&fs->base_misses)), 1);
+	pfs_stat_list_add(l, "epoch.stall_seconds",
+			  (double)(pfs_load(&fs->stall_ns) - pfs_load(&fs->base_stall_ns)) / 1e9,
+			  1);
+	pfs_stat_list_add(l, "stall_seconds", (double)pfs_load(&fs->stall_ns) / 1e9, 0);
+	pfs_stat_list_add(l, "failed_files", (double)pfs_failmem_count(fs->failed), 0);
+	pfs_stat_list_add(l, "log_lines_dropped", (double)pfs_log_limit_dropped(), 0);
+}
+
+/* ---- fills ------------------------------------------------------------- */
+
+/* The SSD tier's copy is usable only if it is of the version this mount
+ * has pinned for the file; with none pinned yet it pins its own (after a
+ * remount, the origin's first answer is then checked against it). An
+ * entry without a validator (written by an older prestofs) is a miss. */
+static int fill_from_ssd(struct pfs_fsi_fill *c, const char *path, void *buf, size_t len)
+{
+	char ssd_etag[PFS_ETAG_MAX];
+	uint64_t blk = c->off / c->fs->block_size;
+	if (pfs_ssd_get(c->fs->ssd, path, blk, c->fp, buf, len, ssd_etag) < 0 || !ssd_etag[0])
+		return -ENOENT;
+	return pfs_ftable_set_etag(c->fs->ft, c->node, ssd_etag);
+}
+
+/* Fetches a block from the origin and checks it against the file's pinned
+ * validator. The first answer to come back pins it (compare-and-set). An
+ * answer of another version is never served nor cached: the origin asks
+ * once more itself when the validator differs from one it was given;
+ * here, a fill that lost the race to pin (it started before any pin) asks
+ * once more with the winner's validator (If-Match), then fails. */
+static int fill_from_origin(struct pfs_fsi_fill *c, const char *path, void *buf, size_t len,
+			    char *v)
+{
+	int rc = -EIO;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		pfs_ftable_etag(c->fs->ft, c->node, v);
+		rc = pfs_origin_read(c->fs->origin, path, c->size, c->off, len, buf, v);
+		if (rc < 0)
+			break;
+		rc = pfs_ftable_set_etag(c->fs->ft, c->node, v);
+		if (rc != -ESTALE)
+			break;
+		pfs_debug("'%s' at %llu: another version won the pin; asking again", path,
+			  (unsigned long long)c->off);
+	}
+	if (rc == 0 && !strcmp(v, PFS_VALIDATOR_NONE) &&
+	    !__atomic_exchange_n(&c->fs->warned_no_validator, 1, __ATOMIC_RELAXED))
+		pfs_warn("the origin gives neither ETag nor Last-Modified (first seen on '%s'): "
+			 "only sizes can show that an object changed", path);
+	return rc;
+}
+
+/* A RAM miss: the SSD tier, else the origin (then written to the SSD tier
+ * at once, so an unmount or a crash loses nothing that was fetched). */
+int pfs_fsi_fill_block(void *p, void *buf, size_t len)
+{
+	struct pfs_fsi_fill *c = p;
+	char path[4096];
+	char v[PFS_ETAG_MAX];
+	int rc = pfs_ftable_path(c->fs->ft, c->node, path, sizeof(path));
+	if (rc < 0)
+		return rc;
+	if (c->fs->ssd && fill_from_ssd(c, path, buf, len) == 0)
+		return 0;
+	/* A file that just failed fails again at once (see failmem.h). */
+	rc = pfs_failmem_take(c->fs->failed, c->node, pfs_clock_ns());
+	if (rc < 0)
+		return rc;
+	rc = fill_from_origin(c, path, buf, len, v);
+	if (rc < 0)
+		pfs_failmem_note(c->fs->failed, c->node, rc, pfs_clock_ns());
+	else
+		pfs_failmem_clear(c->fs->failed, c->node);
+	if (rc == 0) {
+		if (c->fs->ssd)
+			pfs_ssd_put(c->fs->ssd, path, c->off / c->fs->block_size, c->fp,
+				    v, buf, len);
+	} else if (rc != -ESTALE) {
+		char key[4200];
+		snprintf(key, sizeof(key), "readfail:%s", path);
+		pfs_log_limited(PFS_LOG_WARN, key, "read of '%s' at %llu failed: %s", path,
+				(unsigned long long)c->off, strerror(-rc));
+	}
+	return rc;
+}
+
+/* Takes block b of src from the cache (filling it on a miss). */
+static int get_block(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64_t b,
+		     unsigned flags, struct pfs_block **out)
+{
+	uint64_t boff = b * src->block;
+	size_t blen = (size_t)(src->size - boff < src->block ? src->size - boff : src->block);
+	if (src->fill)
+		return pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags, src->fill,
+				      src->fill_ctx, out);
+	struct pfs_fsi_fill c = {fs, src->node, src->size, boff, src->fp};
+	return pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags,
+			      pfs_fsi_fill_block, &c, out);
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64_t start,
+		       uint64_t end, struct pfs_fsi_read *r)
+{
+	uint64_t first = start / src->block, last = (end - 1) / src->block;
+	size_t n = (size_t)(last - first + 1);
+	r->blocks = n <= 4 ? r->stackb : calloc(n, sizeof(*r->blocks));
+	r->iov = n <= 4 ? r->stackv : calloc(n, sizeof(*r->iov));
+	if (!r->blocks || !r->iov)
+		return -ENOMEM;
+	uint64_t t0 = pfs_clock_ns();
+	int rc = 0;
+	for (uint64_t b = first; b <= last; b++) {
+		rc = get_block(fs, src, b, 0, &r->blocks[r->nblocks]);
+		if (rc < 0)
+			break;
+		uint64_t boff = b * src->block;
+		uint64_t blen = src->size - boff < src->block ? src->size - boff : src->block;
+		uint64_t lo = start > boff ? start - boff : 0;
+		uint64_t hi = end < boff + blen ? end - boff : blen;
+		r->iov[r->niov].iov_base = (char *)pfs_block_data(r->blocks[r->nblocks]) + lo;
+		r->iov[r->niov].iov_len = (size_t)(hi - lo);
+		r->nblocks++;
+		r->niov++;
+	}
+	uint64_t waited = pfs_clock_ns() - t0;
+	if (waited > PFS_FSI_STALL_NS)
+		pfs_add(&fs->stall_ns, waited);
+	return rc;
+}
+
+void pfs_fsi_read_done(struct pfs_fs *fs, struct pfs_fsi_read *r, int rc)
+{
+	if (rc == 0 && r->on_read && fs->prefetch)
+		pfs_prefetch_on_read(fs->prefetch, r->node, r->file_size, r->off, (size_t)r->len);
+	for (size_t i = 0; i < r->nblocks; i++)
+		pfs_bcache_put(fs->cache, r->blocks[i]);
+	if (r->blocks != r->stackb)
+		free(r->blocks);
+	if (r->iov != r->stackv)
+		free(r->iov);
+	free(r->buf);
+}
+
+int pfs_fsi_read_whole(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
+		       unsigned flags, uint64_t max, char **out)
+{
+	if (info->size > max)
+		return -EFBIG;
+	char *buf = malloc(info->size ? info->size : 1);
+	if (!buf)
+		return -ENOMEM;
+	struct pfs_fsi_source src = {.ino = (uint64_t)node + 1, .size = info->size,
+				     .block = fs->block_size, .node = node, .fp = info->fp};
+	for (uint64_t b = 0; b * src.block < info->size; b++) {
+		struct pfs_block *blk;
+		int rc = get_block(fs, &src, b, flags, &blk);
+		if (rc < 0) {
+			free(buf);
+			return rc;
+		}
+		uint64_t boff = b * src.block;
+		memcpy(buf + boff, pfs_block_data(blk),
+		       (size_t)(info->size - boff < src.block ? info->size - boff : src.block));
+		pfs_bcache_put(fs->cache, blk);
+	}
+	*out = buf;
+	return 0;
+}
