@@ -21,17 +21,18 @@
 
 enum { CTL_DIR, CTL_STATS, CTL_METRICS, CTL_ORDER, CTL_VIEWS, CTL__COUNT };
 
-#define MAX_SOURCES 8
 static struct source {
-	pfs_ctl_stats_fn fn;
+	pfs_stats_fn fn;
 	void *ctx;
-} sources[MAX_SOURCES]; /* set before the mount, read-only afterwards */
+} sources[PFS_CTL_MAX_SOURCES]; /* set before the mount, read-only afterwards */
 static int nsources;
 
-void pfs_ctl_add_stats_source(pfs_ctl_stats_fn fn, void *ctx)
+int pfs_ctl_add_stats_source(pfs_stats_fn fn, void *ctx)
 {
-	if (nsources < MAX_SOURCES)
-		sources[nsources++] = (struct source){fn, ctx};
+	if (nsources == PFS_CTL_MAX_SOURCES)
+		return -ENOSPC;
+	sources[nsources++] = (struct source){fn, ctx};
+	return 0;
 }
 
 static void collect(struct pfs_stat_list *l)

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "../util/stats.h"
+
 #define PFS_CTL_NAME ".prestofs"
 #define PFS_CTL_INO_BASE (1ull << 40)
 #define PFS_CTL_INO_DIR PFS_CTL_INO_BASE
@@ -33,13 +35,12 @@ static inline int pfs_ctl_is(uint64_t ino)
 	return ino >= PFS_CTL_INO_BASE && ino < PFS_CTL_INO_BASE + 64;
 }
 
-struct pfs_stat_list;
-/* Adds the values of another module to the stats and metrics files; at
- * most 8 sources (more are ignored). ctx is borrowed and must outlive the
- * mount. Call before mounting; fn runs on FUSE threads, at every render,
- * under the snapshot lock. */
-typedef void (*pfs_ctl_stats_fn)(void *ctx, struct pfs_stat_list *l);
-void pfs_ctl_add_stats_source(pfs_ctl_stats_fn fn, void *ctx);
+/* Adds a module's metrics (its pfs_stats_fn, util/stats.h) to the stats
+ * and metrics files. Returns 0, or -ENOSPC past PFS_CTL_MAX_SOURCES. ctx
+ * is borrowed and must outlive the mount. Call before mounting; fn runs on
+ * FUSE threads, at every render, under the snapshot lock. */
+#define PFS_CTL_MAX_SOURCES 16
+int pfs_ctl_add_stats_source(pfs_stats_fn fn, void *ctx);
 
 /* Entry `name` in control directory `dir_ino`: 0 and its inode, or -ENOENT
  * (also when dir_ino is no control directory). */

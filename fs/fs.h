@@ -86,7 +86,7 @@ int pfs_fs_prefetch_cached(void *ctx, uint64_t obj, uint64_t blk);
  * at once for a while, cache/failmem.h), log_lines_dropped (by the rate
  * limiter, util/log.h). */
 struct pfs_stat_list;
-void pfs_fs_stats(void *ctx, struct pfs_stat_list *l);
+void pfs_fs_collect(void *ctx, struct pfs_stat_list *l);
 
 /* The operations table; pass the pfs_fs as userdata to fuse_session_new. */
 const struct fuse_lowlevel_ops *pfs_fs_ops(void);

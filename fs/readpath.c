@@ -1,7 +1,7 @@
 /* readpath.c - the read path every kind of file shares (fs_int.h): a RAM
  * miss filled from the SSD tier or the origin under the file's pinned
  * version, reads sliced out of cache blocks, stall timing, epoch notes, and
- * the counters they keep (pfs_fs_stats).
+ * the counters they keep (pfs_fs_collect).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@ void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node)
 	}
 }
 
-void pfs_fs_stats(void *ctx, struct pfs_stat_list *l)
+void pfs_fs_collect(void *ctx, struct pfs_stat_list *l)
 {
 	struct pfs_fs *fs = ctx;
 	pfs_stat_list_add(l, "epoch.demand_hits",

@@ -317,7 +317,7 @@ int main(int argc, char **argv)
 	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.policy, views, o.block_size};
 	if (pfs_fs_create(&conf, &fs) < 0)
 		goto out_cache;
-	pfs_ctl_add_stats_source(pfs_fs_stats, fs);
+	pfs_ctl_add_stats_source(pfs_fs_collect, fs);
 	if (o.prefetch) {
 		struct pfs_prefetch_opts po = {
 			.ft = ft, .epoch = epoch, .block_size = o.block_size,

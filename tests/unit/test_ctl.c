@@ -27,7 +27,7 @@ static int setup(void **state)
 	(void)state;
 	static int added;
 	if (!added++)
-		pfs_ctl_add_stats_source(source, &value);
+		assert_int_equal(pfs_ctl_add_stats_source(source, &value), 0);
 	return 0;
 }
 
@@ -177,6 +177,31 @@ static void test_snapshot_holds(void **state)
 	free(b);
 }
 
+static void nothing(void *ctx, struct pfs_stat_list *l)
+{
+	(void)ctx;
+	(void)l;
+}
+
+/* Sources are bounded and the ones past the bound are refused, not
+ * silently lost; rendering still works with the table full. */
+static void test_sources_bounded(void **state)
+{
+	(void)state;
+	int added = 1, rc;
+	while ((rc = pfs_ctl_add_stats_source(nothing, NULL)) == 0)
+		added++;
+	assert_int_equal(rc, -ENOSPC);
+	assert_int_equal(added, PFS_CTL_MAX_SOURCES);
+	value = 7;
+	size_t len;
+	uint64_t stats;
+	assert_int_equal(pfs_ctl_lookup(PFS_CTL_INO_DIR, "stats", &stats), 0);
+	char *json = read_all(stats, 4096, &len);
+	assert_non_null(strstr(json, "\"zz_test\": {\"value\": 7}"));
+	free(json);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,6 +209,7 @@ int main(void)
 		cmocka_unit_test_setup(test_attributes, setup),
 		cmocka_unit_test_setup(test_reads, setup),
 		cmocka_unit_test_setup(test_snapshot_holds, setup),
+		cmocka_unit_test_setup(test_sources_bounded, setup), /* last: fills the table */
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
