@@ -7,14 +7,13 @@ Documented bound before EIO: (retries+1)*timeout + backoff (<= 2 s per retry).
 import errno
 import os
 import random
-import shutil
 import threading
 import time
 
 import pytest
 
 from helpers.compare import read_all
-from helpers.manifest import write_manifest
+from helpers.manifest import served_copy
 from helpers.mount import Mount, MountError
 from helpers.nginx import free_port
 
@@ -27,13 +26,6 @@ SLACK = 2.0  # scheduling, connection setup, the FUSE round trip
 BOUND = (RETRIES + 1) * TIMEOUT + 2 * RETRIES + SLACK
 
 
-def _served(dataset, tmp_path):
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
-    return src
-
-
 def _expect_eio(res, what):
     if isinstance(res, bytes):
         pytest.fail(f"{what}: got {len(res)} bytes from a dead origin (expected EIO)")
@@ -42,7 +34,7 @@ def _expect_eio(res, what):
 
 
 def test_origin_killed_then_restarted(dataset, tmp_path, nginx, mount, run_bounded):
-    src = _served(dataset, tmp_path)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     m = mount(ng.url, OPTS)
     m.allow_errors(r".*")  # failed fetches are logged at ERROR: expected here
@@ -76,7 +68,7 @@ def test_origin_killed_then_restarted(dataset, tmp_path, nginx, mount, run_bound
 def test_origin_killed_mid_transfer(dataset, tmp_path, nginx, delay_proxy, mount, run_bounded):
     """nginx dies while a 6 MiB read is on the wire (200 ms away): the read
     gives all the right bytes (if they had all left nginx) or EIO."""
-    src = _served(dataset, tmp_path)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     px = delay_proxy(ng.port, delay_ms=100)
     m = mount(px.url, OPTS)
@@ -107,7 +99,7 @@ def test_origin_killed_mid_transfer(dataset, tmp_path, nginx, delay_proxy, mount
 
 def test_origin_stalls(dataset, tmp_path, nginx, delay_proxy, mount, run_bounded):
     """The origin accepts but never answers: each attempt must time out."""
-    src = _served(dataset, tmp_path)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     px = delay_proxy(ng.port, delay_ms=1)
     m = mount(px.url, OPTS)
@@ -146,7 +138,7 @@ def test_mount_with_dead_origin_fails(tmp_path, prestofs_bin):
 
 @pytest.mark.parametrize("kind", ["local", "http"])
 def test_file_deleted_on_origin(dataset, tmp_path, nginx, mount, run_bounded, kind):
-    src = _served(dataset, tmp_path)
+    src = served_copy(dataset, tmp_path)
     origin = src if kind == "local" else nginx(src, autoindex=False).url
     m = mount(origin, OPTS)
     m.allow_errors(r".*")
@@ -195,7 +187,7 @@ def _classify(res, old, new, off, length):
 @pytest.mark.parametrize("kind", ["local", "http"])
 @pytest.mark.parametrize("how", ["rename", "inplace"])
 def test_changed_file_never_mixed(dataset, tmp_path, nginx, mount, run_bounded, kind, how):
-    src = _served(dataset, tmp_path)
+    src = served_copy(dataset, tmp_path)
     origin = src if kind == "local" else nginx(src, autoindex=False).url
     m = mount(origin, {"timeout": TIMEOUT, "retries": 1})
     m.allow_errors(r".*")

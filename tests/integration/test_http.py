@@ -9,7 +9,7 @@ import time
 import pytest
 
 from helpers.compare import compare_bytes, compare_tree, list_files, read_all
-from helpers.manifest import NAME as MANIFEST_NAME, write_manifest
+from helpers.manifest import NAME as MANIFEST_NAME, served_copy, write_manifest
 from helpers.mount import Mount, MountError
 
 MiB = 1 << 20
@@ -96,9 +96,7 @@ def test_http_malformed_manifest(dataset, tmp_path, nginx, prestofs_bin):
 def test_coalescing(dataset, tmp_path, nginx, delay_proxy, mount):
     """Two readers of the same cold block, at different offsets (so the kernel
     sends two FUSE reads), while the origin is 300 ms away: one request."""
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     px = delay_proxy(ng.port, delay_ms=150)
     m = mount(px.url, {"block_size": "1M", "prefetch": "off"})  # demand only
@@ -139,9 +137,7 @@ def test_connection_reuse(dataset, tmp_path, nginx, delay_proxy, mount):
     """8 readers, origin 10 ms away: the daemon keeps about one connection
     per concurrent request instead of opening one per request (a new
     connection costs a round trip, several with TLS)."""
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     px = delay_proxy(ng.port, delay_ms=5)
     m = mount(px.url, {"prefetch": "off"})  # count demand requests only
@@ -170,9 +166,7 @@ def test_connection_reuse(dataset, tmp_path, nginx, delay_proxy, mount):
 def test_small_cache_concurrent(dataset, tmp_path, nginx, mount):
     """64 KiB blocks, a 1 MiB RAM budget, 8 readers: constant eviction while
     fetches are in flight; every byte still right."""
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     m = mount(ng.url, {"block_size": "64K", "ram_size": "1M", "timeout": 2.5, "policy": "lru"})
     files = list_files(src)
@@ -198,9 +192,7 @@ def test_small_cache_concurrent(dataset, tmp_path, nginx, mount):
 def test_origin_bandwidth_cap(dataset, tmp_path, nginx, mount):
     """origin_bandwidth paces the sum of all ranged GETs. A lower bound on
     the elapsed time: a slow machine can only make it pass more easily."""
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     cap = 4 << 20
     m = mount(ng.url, {"origin_bandwidth": str(cap), "prefetch": "off"})
@@ -227,9 +219,7 @@ def test_https_origin(dataset, tmp_path, nginx, mount, prestofs_bin):
                     "-keyout", str(key), "-out", str(cert), "-days", "2",
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
                    check=True, capture_output=True, timeout=60)
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
+    src = served_copy(dataset, tmp_path)
     sport = free_port()
     nginx(src, autoindex=False,
           extra_server=f"listen 127.0.0.1:{sport} ssl; ssl_certificate {cert}; "
@@ -248,9 +238,7 @@ def test_url_password_never_shown(dataset, tmp_path, nginx, mount):
     """https://user:pass@host/ style origins: the password reaches curl but
     not /proc/mounts (fsname), the daemon's log or the stats. The origin is
     made to fail once (a missing file) so an error line is logged too."""
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     secret = "Pa55-s3cret-word"
     url = ng.url.replace("http://", f"http://alice:{secret}@")

@@ -2,13 +2,12 @@
 fetch each block once: with J jobs on one seed, origin bytes per epoch stay
 within 1.1x of one job's."""
 import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from helpers.compare import list_files
-from helpers.manifest import write_manifest
+from helpers.manifest import served_copy
 
 READER = r"""
 import random, sys
@@ -24,9 +23,7 @@ print(n)
 
 
 def test_jobs_on_one_seed_fetch_once(dataset, tmp_path, nginx, mount):
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
+    src = served_copy(dataset, tmp_path)
     ng = nginx(src, autoindex=False)
     m = mount(ng.url, {"ram_size": "256M"})
     rels = [r for r in list_files(src) if (src / r).stat().st_size > 0]

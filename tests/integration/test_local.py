@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.compare import compare_bytes, compare_tree, list_files, read_all
+from helpers.compare import compare_bytes, compare_tree, drop_page_cache, list_files, read_all
 from helpers.manifest import MAGIC, NAME as MANIFEST_NAME, parse_manifest, walk_entries
 from helpers.mount import Mount, MountError, is_mounted
 
@@ -346,14 +346,6 @@ def _segments(log):
     return segs
 
 
-def _evict_page_cache(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 @pytest.mark.parametrize("rel", ["a/b/sibling.bin", "dir with space/file #1.bin"])
 def test_request_counts(dataset, mount, rel):
     """Page-cache re-read: 0 FUSE requests; daemon-cache hit: at most 2."""
@@ -367,7 +359,7 @@ def test_request_counts(dataset, mount, rel):
     mark()
     assert read_all(path) == want      # 1: page cache
     mark()
-    _evict_page_cache(path)
+    drop_page_cache(path)
     mark()
     assert read_all(path) == want      # 3: daemon cache
     mark()

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from helpers.compare import drop_page_cache
+
 MiB = 1 << 20
 SECONDS = float(os.environ.get("PRESTOFS_MEMORY_SECONDS", "40"))
 
@@ -52,7 +54,7 @@ def _run_readers(mnt, n, seconds, seed):
                     while os.read(fd, MiB):
                         pass
                     # The page cache would hide the daemon's misses.
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                    drop_page_cache(fd)
                 finally:
                     os.close(fd)
                 counts[i] += 1

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO_ROOT
-from helpers.compare import read_all
+from helpers.compare import drop_page_cache, read_all
 from helpers.dataset import make_flat, make_imagefolder
 from helpers.manifest import NAME as MANIFEST, write_manifest
 
@@ -119,17 +119,6 @@ def settle(m, key, quiet=0.5, timeout=10.0):
         elif time.monotonic() - since >= quiet and stat(s, "prefetch.inflight") == 0:
             break
     return s
-
-
-def drop_page_cache(path):
-    """Drops the kernel's cached pages of one file of the mount, so that the
-    next read reaches the daemon (re-reads are otherwise served by the page
-    cache and never seen)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def requested_paths(ng, rels):

@@ -5,7 +5,6 @@ SSD block is detected, dropped and refetched; one ssd_dir, one mount; the
 config file and its errors.
 """
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -15,15 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers.compare import compare_bytes, compare_tree, list_files, read_all
-from helpers.manifest import write_manifest
+from helpers.manifest import served_copy
 from helpers.mount import Mount, MountError, abort_connection, is_mounted
-
-
-def _served(dataset, tmp_path):
-    src = tmp_path / "served"
-    shutil.copytree(dataset, src, copy_function=shutil.copy2)
-    write_manifest(src)
-    return src
 
 
 def _opts(ssd, **kw):
@@ -34,7 +26,7 @@ def _opts(ssd, **kw):
 
 
 def test_remount_with_origin_down_serves_from_ssd(dataset, tmp_path, nginx, mount):
-    src = _served(dataset, tmp_path)
+    src = served_copy(dataset, tmp_path)
     ssd = tmp_path / "ssd"
     ng = nginx(src, autoindex=False)
     m = mount(ng.url, _opts(ssd), name="first")
@@ -60,7 +52,7 @@ def test_remount_with_origin_down_serves_from_ssd(dataset, tmp_path, nginx, moun
 
 
 def test_kill9_mid_fill_then_remount_is_exact(dataset, tmp_path, nginx, prestofs_bin, mount):
-    src = _served(dataset, tmp_path)
+    src = served_copy(dataset, tmp_path)
     ssd = tmp_path / "ssd"
     ng = nginx(src, autoindex=False)
     mnt = tmp_path / "victim"
@@ -103,7 +95,7 @@ def test_kill9_mid_fill_then_remount_is_exact(dataset, tmp_path, nginx, prestofs
 
 
 def test_corrupt_ssd_block_is_dropped_and_refetched(dataset, tmp_path, nginx, mount):
-    src = _served(dataset, tmp_path)
+    src = served_copy(dataset, tmp_path)
     ssd = tmp_path / "ssd"
     ng = nginx(src, autoindex=False)
     m = mount(ng.url, _opts(ssd, ssd_compress="off"), name="fill")

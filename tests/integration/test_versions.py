@@ -30,6 +30,7 @@ import time
 
 import pytest
 
+from helpers.compare import drop_page_cache
 from helpers.switch_origin import NEW, OLD, SwitchOrigin
 
 MiB = 1 << 20
@@ -132,14 +133,10 @@ def read_small(fd, k, length=4096):
     return classify(k, data)
 
 
-def drop_cache(fd):
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-
-
 def read_pass(fd, order=range(NBLK), pause_after_first=0.0):
     """A whole-file read, one 1 MiB read per block in `order` (a failed
     block does not stop it). Returns {block: result}."""
-    drop_cache(fd)
+    drop_page_cache(fd)
     out = {}
     for i, k in enumerate(order):
         out[k] = read_block(fd, k)
@@ -154,7 +151,7 @@ def read_pass(fd, order=range(NBLK), pause_after_first=0.0):
 
 def parallel_pass(fd, blocks=range(NBLK)):
     """One pread per block, all threads released at once."""
-    drop_cache(fd)
+    drop_page_cache(fd)
     blocks = list(blocks)
     out = {}
     bar = threading.Barrier(len(blocks))

@@ -4,116 +4,48 @@
  * eviction (run under ASan to catch a block freed under its reader).
  *
  * pfs_stats is process-wide and outlives each cache, so every test reads
- * its counters as deltas from the test's start.
- *
- * How the coalescing tests know every reader is waiting, without sleeps:
- * a reader that finds the block FILLING bumps pfs_stats.coalesced and
- * enters pthread_cond_wait() under the same hold of the shard lock. The
- * fill function spins (sched_yield, no sleep) until coalesced has grown by
- * N-1; the filler then needs that lock to publish the result, which it can
- * only take once the last reader is inside pthread_cond_wait(). So all N-1
- * are waiting on the fill, deterministically. */
+ * its counters as deltas from the test's start. The fill function and the
+ * coalescing readers (how they know every reader waits, without sleeps)
+ * are in bcache_fixture.h, shared with test_policy.c. */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <cmocka.h>
 
 #include "../../cache/bcache.h"
 #include "../../util/stats.h"
+#include "bcache_fixture.h"
 
 #define BS 4096u
-
-static unsigned char pattern(uint64_t ino, uint64_t idx, size_t i)
-{
-	return (unsigned char)(ino * 131 + idx * 7 + i * 13 + (i >> 8));
-}
-
-struct fill {
-	uint64_t ino, idx;
-	int calls;              /* atomic */
-	int rc;                 /* what fill returns */
-	uint64_t wait_coalesced; /* spin until pfs_stats.coalesced >= this; 0: no wait */
-	int timed_out;          /* atomic */
-};
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int fill_fn(void *ctx, void *buf, size_t len)
-{
-	struct fill *f = ctx;
-	__atomic_add_fetch(&f->calls, 1, __ATOMIC_SEQ_CST);
-	if (f->wait_coalesced) {
-		double deadline = now_s() + 30;
-		while (pfs_stat_get(coalesced) < f->wait_coalesced) {
-			if (now_s() > deadline) {
-				__atomic_store_n(&f->timed_out, 1, __ATOMIC_SEQ_CST);
-				return -ETIMEDOUT;
-			}
-			sched_yield();
-		}
-	}
-	if (f->rc)
-		return f->rc;
-	unsigned char *p = buf;
-	for (size_t i = 0; i < len; i++)
-		p[i] = pattern(f->ino, f->idx, i);
-	return 0;
-}
-
-static int calls(struct fill *f)
-{
-	return __atomic_load_n(&f->calls, __ATOMIC_SEQ_CST);
-}
-
-static int data_ok(const struct pfs_block *b, uint64_t ino, uint64_t idx, size_t len)
-{
-	if (pfs_block_len(b) != len)
-		return 0;
-	const unsigned char *p = pfs_block_data(b);
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != pattern(ino, idx, i))
-			return 0;
-	return 1;
-}
 
 static struct pfs_bcache *new_cache(uint64_t budget, size_t bs)
 {
 	/* LRU: these tests predate the other policies (see test_policy.c). */
 	struct pfs_bcache_opts o = {.budget = budget, .block_size = bs,
 				    .policy = PFS_POLICY_LRU};
-	struct pfs_bcache *c = NULL;
-	assert_int_equal(pfs_bcache_create(&o, &c), 0);
-	assert_non_null(c);
-	return c;
+	return bfx_cache(&o);
 }
 
 /* Gets (ino, idx) and checks the data; returns whether fill ran. */
 static int get_check(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 		     struct pfs_block **out)
 {
-	struct fill f = {.ino = ino, .idx = idx};
+	struct bfx_fill f = {.ino = ino, .idx = idx};
 	struct pfs_block *b = NULL;
-	assert_int_equal(pfs_bcache_get(c, ino, idx, len, 0, 0, fill_fn, &f, &b), 0);
+	assert_int_equal(pfs_bcache_get(c, ino, idx, len, 0, 0, bfx_fill_fn, &f, &b), 0);
 	assert_non_null(b);
-	assert_true(data_ok(b, ino, idx, len));
-	assert_in_range(calls(&f), 0, 1);
+	assert_true(bfx_data_ok(b, ino, idx, len));
+	assert_in_range(bfx_calls(&f), 0, 1);
 	if (out)
 		*out = b;
 	else
 		pfs_bcache_put(c, b);
-	return calls(&f);
+	return bfx_calls(&f);
 }
 
 static int64_t ram_delta(uint64_t base)
@@ -146,7 +78,7 @@ static void test_hit_miss(void **state)
 	assert_int_equal(get_check(c, 7, 7, BS, &b), 0);
 	assert_ptr_equal(a, b);
 	pfs_bcache_put(c, a);
-	assert_true(data_ok(b, 7, 7, BS));
+	assert_true(bfx_data_ok(b, 7, 7, BS));
 	pfs_bcache_put(c, b);
 	pfs_bcache_put(c, NULL); /* allowed */
 	pfs_bcache_destroy(c);
@@ -155,45 +87,6 @@ static void test_hit_miss(void **state)
 
 /* ---- coalescing ----------------------------------------------------- */
 
-enum { NTHREADS = 8 };
-
-struct reader {
-	struct pfs_bcache *c;
-	struct fill *f;
-	pthread_barrier_t *start;
-	size_t len;
-	int rc;
-	struct pfs_block *b;
-	int ok;
-};
-
-static void *reader_main(void *arg)
-{
-	struct reader *r = arg;
-	pthread_barrier_wait(r->start);
-	r->b = NULL;
-	r->rc = pfs_bcache_get(r->c, r->f->ino, r->f->idx, r->len, 0, 0, fill_fn, r->f, &r->b);
-	r->ok = r->rc == 0 && data_ok(r->b, r->f->ino, r->f->idx, r->len);
-	return NULL;
-}
-
-/* N threads get the same block at once; returns when all are back. */
-static void run_readers(struct pfs_bcache *c, struct fill *f, struct reader *r)
-{
-	pthread_barrier_t start;
-	pthread_t th[NTHREADS];
-	pthread_barrier_init(&start, NULL, NTHREADS);
-	f->wait_coalesced = pfs_stat_get(coalesced) + NTHREADS - 1;
-	for (int i = 0; i < NTHREADS; i++) {
-		r[i] = (struct reader){.c = c, .f = f, .start = &start, .len = BS, .rc = 1};
-		assert_int_equal(pthread_create(&th[i], NULL, reader_main, &r[i]), 0);
-	}
-	for (int i = 0; i < NTHREADS; i++)
-		assert_int_equal(pthread_join(th[i], NULL), 0);
-	pthread_barrier_destroy(&start);
-	assert_false(__atomic_load_n(&f->timed_out, __ATOMIC_SEQ_CST));
-}
-
 static void test_coalescing(void **state)
 {
 	(void)state;
@@ -201,22 +94,22 @@ static void test_coalescing(void **state)
 	uint64_t ram = pfs_stat_get(ram_bytes);
 	struct pfs_bcache *c = new_cache(64ull << 20, BS);
 	for (int round = 0; round < 20; round++) {
-		struct fill f = {.ino = 42, .idx = (uint64_t)round};
-		struct reader r[NTHREADS];
-		run_readers(c, &f, r);
+		struct bfx_fill f = {.ino = 42, .idx = (uint64_t)round};
+		struct bfx_reader r[BFX_READERS];
+		bfx_run_readers(c, &f, r, BS, 0, 0);
 		/* "Two readers, one origin request". */
-		assert_int_equal(calls(&f), 1);
-		for (int i = 0; i < NTHREADS; i++) {
+		assert_int_equal(bfx_calls(&f), 1);
+		for (int i = 0; i < BFX_READERS; i++) {
 			assert_int_equal(r[i].rc, 0);
 			assert_true(r[i].ok);
 			assert_ptr_equal(r[i].b, r[0].b);
 		}
-		for (int i = 0; i < NTHREADS; i++)
+		for (int i = 0; i < BFX_READERS; i++)
 			pfs_bcache_put(c, r[i].b);
 		/* Cached now: a later reader does not fill. */
 		assert_int_equal(get_check(c, 42, (uint64_t)round, BS, NULL), 0);
 	}
-	assert_int_equal(pfs_stat_get(coalesced) - coal, 20 * (NTHREADS - 1));
+	assert_int_equal(pfs_stat_get(coalesced) - coal, 20 * (BFX_READERS - 1));
 	assert_int_equal(pfs_stat_get(ram_misses) - misses, 20);
 	assert_int_equal(ram_delta(ram), 20 * BS);
 	pfs_bcache_destroy(c);
@@ -229,11 +122,11 @@ static void test_fill_error_to_all_waiters(void **state)
 	struct pfs_bcache *c = new_cache(64ull << 20, BS);
 	static const int errs[] = {-EIO, -ENOENT, -ESTALE};
 	for (size_t k = 0; k < sizeof(errs) / sizeof(errs[0]); k++) {
-		struct fill f = {.ino = 9, .idx = 3, .rc = errs[k]};
-		struct reader r[NTHREADS];
-		run_readers(c, &f, r);
-		assert_int_equal(calls(&f), 1);
-		for (int i = 0; i < NTHREADS; i++) {
+		struct bfx_fill f = {.ino = 9, .idx = 3, .rc = errs[k]};
+		struct bfx_reader r[BFX_READERS];
+		bfx_run_readers(c, &f, r, BS, 0, 0);
+		assert_int_equal(bfx_calls(&f), 1);
+		for (int i = 0; i < BFX_READERS; i++) {
 			assert_int_equal(r[i].rc, errs[k]);
 			assert_null(r[i].b);
 		}
@@ -241,11 +134,11 @@ static void test_fill_error_to_all_waiters(void **state)
 		assert_int_equal(ram_delta(ram), 0);
 	}
 	/* The failure was not cached: the next reader fills again. */
-	struct fill f = {.ino = 9, .idx = 3};
+	struct bfx_fill f = {.ino = 9, .idx = 3};
 	struct pfs_block *b = NULL;
-	assert_int_equal(pfs_bcache_get(c, 9, 3, BS, 0, 0, fill_fn, &f, &b), 0);
-	assert_int_equal(calls(&f), 1);
-	assert_true(data_ok(b, 9, 3, BS));
+	assert_int_equal(pfs_bcache_get(c, 9, 3, BS, 0, 0, bfx_fill_fn, &f, &b), 0);
+	assert_int_equal(bfx_calls(&f), 1);
+	assert_true(bfx_data_ok(b, 9, 3, BS));
 	pfs_bcache_put(c, b);
 	assert_int_equal(get_check(c, 9, 3, BS, NULL), 0);
 	assert_int_equal(ram_delta(ram), BS);
@@ -256,11 +149,11 @@ static void test_fill_error_single(void **state)
 {
 	(void)state;
 	struct pfs_bcache *c = new_cache(1 << 20, BS);
-	struct fill f = {.ino = 1, .idx = 1, .rc = -EACCES};
+	struct bfx_fill f = {.ino = 1, .idx = 1, .rc = -EACCES};
 	struct pfs_block *b = (struct pfs_block *)0x1;
-	assert_int_equal(pfs_bcache_get(c, 1, 1, BS, 0, 0, fill_fn, &f, &b), -EACCES);
-	assert_int_equal(pfs_bcache_get(c, 1, 1, BS, 0, 0, fill_fn, &f, &b), -EACCES);
-	assert_int_equal(calls(&f), 2);
+	assert_int_equal(pfs_bcache_get(c, 1, 1, BS, 0, 0, bfx_fill_fn, &f, &b), -EACCES);
+	assert_int_equal(pfs_bcache_get(c, 1, 1, BS, 0, 0, bfx_fill_fn, &f, &b), -EACCES);
+	assert_int_equal(bfx_calls(&f), 2);
 	pfs_bcache_destroy(c);
 }
 
@@ -331,7 +224,7 @@ static void test_held_block_survives_eviction(void **state)
 	 * time, yet must not be freed. ASan flags any use after free below. */
 	for (uint64_t i = 1; i <= 50; i++) {
 		get_check(c, 100, i, BS, NULL);
-		assert_true(data_ok(held, 100, 0, BS));
+		assert_true(bfx_data_ok(held, 100, 0, BS));
 		assert_true(ram_delta(ram) <= (int64_t)(4 * BS));
 	}
 	assert_ptr_equal(pfs_block_data(held), data);
@@ -340,7 +233,7 @@ static void test_held_block_survives_eviction(void **state)
 	assert_int_equal(get_check(c, 100, 0, BS, &again), 0);
 	assert_ptr_equal(again, held);
 	pfs_bcache_put(c, again);
-	assert_true(data_ok(held, 100, 0, BS));
+	assert_true(bfx_data_ok(held, 100, 0, BS));
 	pfs_bcache_put(c, held);
 	assert_true(ram_delta(ram) <= (int64_t)(4 * BS));
 	pfs_bcache_destroy(c);
@@ -362,11 +255,11 @@ static void test_pinned_over_budget_not_admitted(void **state)
 	/* All six pinned, all intact; only the first two are cached. */
 	assert_int_equal(ram_delta(ram), 2 * BS);
 	for (uint64_t i = 0; i < 6; i++)
-		assert_true(data_ok(b[i], 200, i, BS));
+		assert_true(bfx_data_ok(b[i], 200, i, BS));
 	for (uint64_t i = 0; i < 6; i++) {
 		pfs_bcache_put(c, b[i]);
 		for (uint64_t j = i + 1; j < 6; j++)
-			assert_true(data_ok(b[j], 200, j, BS));
+			assert_true(bfx_data_ok(b[j], 200, j, BS));
 	}
 	assert_int_equal(ram_delta(ram), 2 * BS);
 	assert_int_equal(get_check(c, 200, 0, BS, NULL), 0);
@@ -384,13 +277,15 @@ static void test_block_bigger_than_budget(void **state)
 	struct pfs_block *b = NULL;
 	/* Usable while held even though it can never stay cached. */
 	assert_int_equal(get_check(c, 1, 0, 3 * BS, &b), 1);
-	assert_true(data_ok(b, 1, 0, 3 * BS));
+	assert_true(bfx_data_ok(b, 1, 0, 3 * BS));
 	pfs_bcache_put(c, b);
 	assert_true(ram_delta(ram) <= (int64_t)BS);
 	pfs_bcache_destroy(c);
 }
 
 /* ---- concurrency stress (meant for ASan/TSan runs) -------------------- */
+
+enum { NTHREADS = 8 };
 
 struct stress {
 	struct pfs_bcache *c;
@@ -407,12 +302,12 @@ static void *stress_main(void *arg)
 	} hold[4] = {{0}};
 	for (int op = 0; op < 20000; op++) {
 		uint64_t ino = rand_r(&s->seed) % 4, idx = rand_r(&s->seed) % 24;
-		struct fill f = {.ino = ino, .idx = idx, .rc = rand_r(&s->seed) % 50 ? 0 : -EIO};
+		struct bfx_fill f = {.ino = ino, .idx = idx, .rc = rand_r(&s->seed) % 50 ? 0 : -EIO};
 		struct pfs_block *b = NULL;
-		int rc = pfs_bcache_get(s->c, ino, idx, 1024, 0, 0, fill_fn, &f, &b);
+		int rc = pfs_bcache_get(s->c, ino, idx, 1024, 0, 0, bfx_fill_fn, &f, &b);
 		if (rc == -EIO)
 			continue;
-		if (rc != 0 || !data_ok(b, ino, idx, 1024)) {
+		if (rc != 0 || !bfx_data_ok(b, ino, idx, 1024)) {
 			s->bad++;
 			continue;
 		}
@@ -424,7 +319,7 @@ static void *stress_main(void *arg)
 		hold[slot].ino = ino;
 		hold[slot].idx = idx;
 		for (int k = 0; k < 4; k++)
-			if (hold[k].b && !data_ok(hold[k].b, hold[k].ino, hold[k].idx, 1024))
+			if (hold[k].b && !bfx_data_ok(hold[k].b, hold[k].ino, hold[k].idx, 1024))
 				s->bad++;
 	}
 	for (int k = 0; k < 4; k++)

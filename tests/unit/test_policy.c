@@ -5,24 +5,24 @@
  * hard budget under concurrent inserts, and coalescing of fills whose
  * block is not admitted.
  *
- * The counters in pfs_stats are process-wide: tests read deltas. The
- * coalescing test uses test_bcache.c's method: the fill spins until
- * pfs_stats.coalesced shows every other reader waiting. */
+ * The counters in pfs_stats are process-wide: tests read deltas. The fill
+ * function and the coalescing readers are bcache_fixture.h's, shared with
+ * test_bcache.c: the fill spins until pfs_stats.coalesced shows every other
+ * reader waiting. */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <cmocka.h>
 
 #include "../../cache/bcache.h"
 #include "../../cache/policy.h"
 #include "../../util/stats.h"
+#include "bcache_fixture.h"
 
 #define BS 4096u
 
@@ -67,65 +67,12 @@ static void test_parse(void **state)
 
 /* ---- helpers -------------------------------------------------------- */
 
-static unsigned char pattern(uint64_t ino, uint64_t idx, size_t i)
-{
-	return (unsigned char)(ino * 31 + idx * 17 + i * 7 + (i >> 9));
-}
-
-struct fill {
-	uint64_t ino, idx;
-	int calls;               /* atomic */
-	uint64_t wait_coalesced; /* spin until pfs_stats.coalesced >= this */
-	int timed_out;
-};
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int fill_fn(void *ctx, void *buf, size_t len)
-{
-	struct fill *f = ctx;
-	__atomic_add_fetch(&f->calls, 1, __ATOMIC_SEQ_CST);
-	if (f->wait_coalesced) {
-		double deadline = now_s() + 30;
-		while (pfs_stat_get(coalesced) < f->wait_coalesced) {
-			if (now_s() > deadline) {
-				__atomic_store_n(&f->timed_out, 1, __ATOMIC_SEQ_CST);
-				return -ETIMEDOUT;
-			}
-			sched_yield();
-		}
-	}
-	unsigned char *p = buf;
-	for (size_t i = 0; i < len; i++)
-		p[i] = pattern(f->ino, f->idx, i);
-	return 0;
-}
-
-static int data_ok(const struct pfs_block *b, uint64_t ino, uint64_t idx, size_t len)
-{
-	if (pfs_block_len(b) != len)
-		return 0;
-	const unsigned char *p = pfs_block_data(b);
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != pattern(ino, idx, i))
-			return 0;
-	return 1;
-}
-
 static struct pfs_bcache *new_cache(enum pfs_policy p, enum pfs_resident r, uint64_t budget,
 				    uint64_t stage_budget)
 {
 	struct pfs_bcache_opts o = {.budget = budget, .block_size = BS, .policy = p,
 				    .resident = r, .stage_budget = stage_budget};
-	struct pfs_bcache *c = NULL;
-	assert_int_equal(pfs_bcache_create(&o, &c), 0);
-	assert_non_null(c);
-	return c;
+	return bfx_cache(&o);
 }
 
 /* Gets block 0 of object ino (of obj_size bytes) and checks it; returns
@@ -133,16 +80,16 @@ static struct pfs_bcache *new_cache(enum pfs_policy p, enum pfs_resident r, uint
 static int get_obj(struct pfs_bcache *c, uint64_t ino, uint64_t obj_size, unsigned flags,
 		   struct pfs_block **out)
 {
-	struct fill f = {.ino = ino};
+	struct bfx_fill f = {.ino = ino};
 	struct pfs_block *b = NULL;
-	assert_int_equal(pfs_bcache_get(c, ino, 0, BS, obj_size, flags, fill_fn, &f, &b), 0);
+	assert_int_equal(pfs_bcache_get(c, ino, 0, BS, obj_size, flags, bfx_fill_fn, &f, &b), 0);
 	assert_non_null(b);
-	assert_true(data_ok(b, ino, 0, BS));
+	assert_true(bfx_data_ok(b, ino, 0, BS));
 	if (out)
 		*out = b;
 	else
 		pfs_bcache_put(c, b);
-	return f.calls;
+	return bfx_calls(&f);
 }
 
 static int get(struct pfs_bcache *c, uint64_t ino)
@@ -291,7 +238,7 @@ static void test_epoch_staging(void **state)
 	assert_int_equal(get_obj(c, 3, BS, 0, &b), 0);
 	assert_ptr_equal(a, b);
 	pfs_bcache_put(c, a);
-	assert_true(data_ok(b, 3, 0, BS));
+	assert_true(bfx_data_ok(b, 3, 0, BS));
 	assert_int_equal(stats(c).staged_blocks, 2);
 	pfs_bcache_put(c, b);
 	assert_int_equal(stats(c).staged_blocks, 1);
@@ -436,10 +383,10 @@ static void *stress_main(void *arg)
 		uint64_t ino = (uint64_t)(rand_r(&s->seed) % 300);
 		size_t len = ino % 3 ? 1024 : 1 + ino * 7;
 		unsigned flags = rand_r(&s->seed) % 3 ? 0 : PFS_BCACHE_PREFETCH;
-		struct fill f = {.ino = ino};
+		struct bfx_fill f = {.ino = ino};
 		struct pfs_block *b = NULL;
-		if (pfs_bcache_get(s->c, ino, 0, len, 100 + ino % 17, flags, fill_fn, &f, &b) < 0 ||
-		    !data_ok(b, ino, 0, len)) {
+		if (pfs_bcache_get(s->c, ino, 0, len, 100 + ino % 17, flags, bfx_fill_fn, &f, &b) < 0 ||
+		    !bfx_data_ok(b, ino, 0, len)) {
 			s->bad++;
 			continue;
 		}
@@ -453,7 +400,7 @@ static void *stress_main(void *arg)
 		hino[slot] = ino;
 		hlen[slot] = len;
 		for (int k = 0; k < 3; k++)
-			if (hold[k] && !data_ok(hold[k], hino[k], 0, hlen[k]))
+			if (hold[k] && !bfx_data_ok(hold[k], hino[k], 0, hlen[k]))
 				s->bad++;
 		if (op % 5000 == 0)
 			pfs_bcache_set_epoch(s->c, 1 + (uint64_t)op / 5000);
@@ -506,42 +453,14 @@ static void test_budget_under_threads(void **state)
 
 /* ---- coalescing when the block is not admitted ------------------------ */
 
-struct reader {
-	struct pfs_bcache *c;
-	struct fill *f;
-	pthread_barrier_t *start;
-	unsigned flags;
-	int rc, ok;
-	struct pfs_block *b;
-};
-
-static void *reader_main(void *arg)
-{
-	struct reader *r = arg;
-	pthread_barrier_wait(r->start);
-	r->rc = pfs_bcache_get(r->c, r->f->ino, 0, BS, BS, r->flags, fill_fn, r->f, &r->b);
-	r->ok = r->rc == 0 && data_ok(r->b, r->f->ino, 0, BS);
-	return NULL;
-}
-
-static void run_readers(struct pfs_bcache *c, struct fill *f, struct reader *r,
+/* BFX_READERS readers of block 0 of object f->ino (one block), the first
+ * with first_flags: one fill, and every reader served the same block. */
+static void run_readers(struct pfs_bcache *c, struct bfx_fill *f, struct bfx_reader *r,
 			unsigned first_flags)
 {
-	pthread_barrier_t start;
-	pthread_t th[NTHREADS];
-	pthread_barrier_init(&start, NULL, NTHREADS);
-	f->wait_coalesced = pfs_stat_get(coalesced) + NTHREADS - 1;
-	for (int i = 0; i < NTHREADS; i++) {
-		r[i] = (struct reader){.c = c, .f = f, .start = &start, .rc = 1,
-				       .flags = i == 0 ? first_flags : 0};
-		assert_int_equal(pthread_create(&th[i], NULL, reader_main, &r[i]), 0);
-	}
-	for (int i = 0; i < NTHREADS; i++)
-		assert_int_equal(pthread_join(th[i], NULL), 0);
-	pthread_barrier_destroy(&start);
-	assert_false(f->timed_out);
-	assert_int_equal(f->calls, 1);
-	for (int i = 0; i < NTHREADS; i++) {
+	bfx_run_readers(c, f, r, BS, BS, first_flags);
+	assert_int_equal(bfx_calls(f), 1);
+	for (int i = 0; i < BFX_READERS; i++) {
 		assert_int_equal(r[i].rc, 0);
 		assert_true(r[i].ok);
 		assert_ptr_equal(r[i].b, r[0].b);
@@ -556,10 +475,10 @@ static void test_coalescing_not_admitted(void **state)
 	struct pfs_bcache *c = new_cache(PFS_POLICY_MINIO, PFS_RESIDENT_ANY, BS, 0);
 	assert_int_equal(get(c, 1), 1);
 	for (uint64_t round = 0; round < 5; round++) {
-		struct fill f = {.ino = 100 + round};
-		struct reader r[NTHREADS];
+		struct bfx_fill f = {.ino = 100 + round};
+		struct bfx_reader r[BFX_READERS];
 		run_readers(c, &f, r, 0);
-		for (int i = 0; i < NTHREADS; i++)
+		for (int i = 0; i < BFX_READERS; i++)
 			pfs_bcache_put(c, r[i].b); /* the last put frees it (ASan) */
 		assert_int_equal(pfs_stat_get(ram_bytes) - ram, BS);
 		assert_int_equal(get(c, 100 + round), 1);
@@ -571,13 +490,13 @@ static void test_coalescing_not_admitted(void **state)
 	c = new_cache(PFS_POLICY_EPOCH, PFS_RESIDENT_ANY, BS, 4 * BS);
 	assert_int_equal(get(c, 1), 1);
 	for (uint64_t round = 0; round < 5; round++) {
-		struct fill f = {.ino = 200 + round};
-		struct reader r[NTHREADS];
+		struct bfx_fill f = {.ino = 200 + round};
+		struct bfx_reader r[BFX_READERS];
 		run_readers(c, &f, r, PFS_BCACHE_PREFETCH);
 		struct pfs_bcache_stats st = stats(c);
 		/* Staged if the prefetch ran the fill, else a demand miss. */
 		assert_true(st.staged_blocks <= 1);
-		for (int i = 0; i < NTHREADS; i++)
+		for (int i = 0; i < BFX_READERS; i++)
 			pfs_bcache_put(c, r[i].b);
 		assert_int_equal(stats(c).staged_blocks, 0);
 		assert_int_equal(pfs_stat_get(ram_bytes) - ram, BS);

@@ -4,6 +4,7 @@ compare_bytes(src, mnt)  - every file read fully, plus random ranges via
                            os.pread (biased to block boundaries and EOF);
                            returns the number of bytes checked.
 compare_tree(src, mnt)   - names, types, sizes and mtimes of every entry.
+drop_page_cache(path)    - the next read of a file reaches the daemon.
 
 Both raise AssertionError with the first differences found. Reads use
 os.open/os.read (no Python buffering, no isatty ioctl) so the FUSE requests
@@ -30,6 +31,20 @@ def read_all(path, chunk=1 << 20):
                 break
             parts.append(b)
         return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def drop_page_cache(path_or_fd):
+    """Drops the kernel's cached pages of one file of the mount (a path, or a
+    descriptor open on it), so that the next read reaches the daemon
+    (re-reads are otherwise served by the page cache and never seen)."""
+    if isinstance(path_or_fd, int):
+        os.posix_fadvise(path_or_fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return
+    fd = os.open(path_or_fd, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
 

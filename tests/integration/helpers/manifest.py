@@ -6,6 +6,7 @@
 MTIME is in whole seconds; ETAG is opaque or '-'.
 """
 import os
+import shutil
 from pathlib import Path
 
 MAGIC = "#prestofs-manifest 1"
@@ -41,6 +42,16 @@ def write_manifest(root, dest=None, etag="-"):
         lines.append(f"{rel}{'/' if is_dir else ''}\t{size}\t{mtime}\t{etag}")
     dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return dest
+
+
+def served_copy(src, tmp_path, name="served"):
+    """A copy of the tree src at tmp_path/name (mtimes kept) with its
+    manifest written in: what a test serves when it changes or breaks files
+    without touching the session's dataset. Returns the copy's path."""
+    dst = Path(tmp_path) / name
+    shutil.copytree(src, dst, copy_function=shutil.copy2)
+    write_manifest(dst)
+    return dst
 
 
 class ManifestError(ValueError):
