@@ -1,9 +1,8 @@
 /* policy.h - names of the RAM tier's replacement policies and resident-set
  * preferences, and their parsing (shared by the cache and the options).
  *
- * The enums are guarded by PFS_POLICY_ENUMS so that one definition exists
- * whichever header is included first: tools/options.h should include this
- * header rather than define its own.
+ * The one definition of these enums and their names: tools/options.c
+ * parses option values with pfs_policy_parse / pfs_resident_parse.
  *
  *   lru    classic least-recently-used; for comparison.
  *   minio  admit until full, then never replace (MinIO, "Analyzing and
@@ -23,11 +22,8 @@
 #ifndef PFS_POLICY_H
 #define PFS_POLICY_H
 
-#ifndef PFS_POLICY_ENUMS
-#define PFS_POLICY_ENUMS
 enum pfs_policy { PFS_POLICY_LRU, PFS_POLICY_MINIO, PFS_POLICY_EPOCH };
 enum pfs_resident { PFS_RESIDENT_ANY, PFS_RESIDENT_SMALL, PFS_RESIDENT_LARGE };
-#endif
 
 /* Parse "lru", "minio", "epoch" (resp. "any", "small", "large"); exact,
  * lower case. Return 0, or -EINVAL leaving *out untouched. */
