@@ -21,3 +21,14 @@ void pfs_url_redact(const char *url, char *out, size_t cap)
 	if (cap)
 		snprintf(out, cap, "%.*s%.*s", (int)sl, url, (int)n, rest);
 }
+
+int pfs_url_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

@@ -13,17 +13,7 @@
 #include <strings.h>
 
 #include "htmlurl.h"
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "../../util/url.h"
 
 /* Percent-decodes s into a new string. A '%' not followed by two hex
  * digits stays literal (lenient, as browsers are). NULL when the result
@@ -39,8 +29,8 @@ static char *pct_decode(const char *s)
 		int hi, lo;
 
 		if (s[i] == '%' && i + 2 < n &&
-		    (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
-		    (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+		    (hi = pfs_url_hexval((unsigned char)s[i + 1])) >= 0 &&
+		    (lo = pfs_url_hexval((unsigned char)s[i + 2])) >= 0) {
 			if (hi == 0 && lo == 0) {
 				free(d);
 				return NULL;
@@ -103,7 +93,7 @@ long htmlurl_entity_decode(const char *s, size_t n, char *dst, size_t cap)
 
 			j += hex;
 			for (; j < n && digits < 8; j++, digits++) {
-				int v = hex ? hexval((unsigned char)s[j])
+				int v = hex ? pfs_url_hexval((unsigned char)s[j])
 					    : (isdigit((unsigned char)s[j]) ? s[j] - '0' : -1);
 				if (v < 0)
 					break;

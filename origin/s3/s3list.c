@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "s3list.h"
+#include "../../util/url.h"
 
 enum field {
 	F_NONE, F_TRUNC, F_TOKEN, F_ENCTYPE, F_KEY, F_SIZE, F_MTIME, F_ETAG,
@@ -182,17 +183,6 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* In place, as Python's unquote_plus. A decoded NUL becomes 0x7f so the
  * string stays whole and pfs_path_valid() rejects it. */
 static void url_decode(char *s)
@@ -204,8 +194,8 @@ static void url_decode(char *s)
 
 		if (*r == '+') {
 			*w++ = ' ';
-		} else if (*r == '%' && (hi = hexval(r[1])) >= 0 &&
-			   (lo = hexval(r[2])) >= 0) {
+		} else if (*r == '%' && (hi = pfs_url_hexval(r[1])) >= 0 &&
+			   (lo = pfs_url_hexval(r[2])) >= 0) {
 			char c = (char)(hi * 16 + lo);
 			*w++ = c ? c : 0x7f;
 			r += 2;
