@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/statvfs.h>
 #include <xxhash.h>
 
 #include "ssd_int.h"
@@ -309,6 +310,19 @@ static void publish(struct pfs_ssd *s, const struct counters *c)
 
 /* ---- one batch ---- */
 
+/* LMDB turns a short write into EIO (mdb_page_flush: a pwrite that wrote
+ * less than asked and set no errno), which is what a disk with a few pages
+ * left gives: on a (nearly) full disk the error is said as what it is. */
+static int commit_err(struct pfs_ssd *s, int mdb_rc)
+{
+	int rc = ssd_mdb_err(mdb_rc);
+	struct statvfs v;
+	if (rc == -EIO && statvfs(s->dir, &v) == 0 &&
+	    (uint64_t)v.f_bavail * v.f_frsize < (1u << 20))
+		rc = -ENOSPC;
+	return rc;
+}
+
 /* Step 2: everything that frees or reorders. Marks the puts not admitted. */
 static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 		   struct batch *b)
@@ -389,7 +403,7 @@ static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 	if ((rc = put_counters(s, txn, &b->c)))
 		goto abort;
 	if ((rc = mdb_txn_commit(txn)))
-		return ssd_mdb_err(rc);
+		return commit_err(s, rc);
 	return 0;
 abort:
 	mdb_txn_abort(txn);
@@ -565,7 +579,7 @@ static int phase_b(struct pfs_ssd *s, struct item *items, struct batch *b, const
 	if ((rc = put_counters(s, txn, &b->c)))
 		goto abort;
 	if ((rc = mdb_txn_commit(txn))) {
-		rc = ssd_mdb_err(rc);
+		rc = commit_err(s, rc);
 		goto release;
 	}
 	for (it = items; it; it = it->next)
