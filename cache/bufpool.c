@@ -9,6 +9,10 @@
 #include "bufpool.h"
 
 #define NCLASSES 48
+#define PAGE 4096u
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 /* Under AddressSanitizer every buffer comes from malloc, so overruns of a
  * block buffer are still caught (ASan cannot see into our mappings). */
@@ -53,7 +57,15 @@ void *pfs_bufpool_alloc(size_t len)
 	if (p)
 		return p;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	/* The caller writes all of len at once (a copy out of curl's buffer):
+	 * fault those pages in with one call rather than one trap per page,
+	 * which costs most on a virtual machine. Pages past len stay
+	 * unmapped (the RAM budget counts len). Older kernels say EINVAL:
+	 * the pages then fault in as they are written. */
+	madvise(p, (len + PAGE - 1) & ~(size_t)(PAGE - 1), MADV_POPULATE_WRITE);
+	return p;
 }
 
 void pfs_bufpool_free(void *p, size_t len)
@@ -76,6 +88,15 @@ void pfs_bufpool_free(void *p, size_t len)
 	pthread_mutex_unlock(&lock);
 	if (p)
 		munmap(p, size);
+}
+
+size_t pfs_bufpool_size(size_t len)
+{
+	size_t size;
+	if (len < MIN_POOLED)
+		return 0;
+	class_of(len, &size);
+	return size < len ? 0 : size;
 }
 
 uint64_t pfs_bufpool_idle(void)

@@ -27,6 +27,9 @@
 void *pfs_bufpool_alloc(size_t len);
 /* Gives back a buffer from pfs_bufpool_alloc(len) with the same len. NULL ok. */
 void pfs_bufpool_free(void *p, size_t len);
+/* The bytes pfs_bufpool_alloc(len) maps (a power of two), or 0 when such
+ * a buffer comes from malloc (small, or under AddressSanitizer). */
+size_t pfs_bufpool_size(size_t len);
 /* Idle bytes held for reuse now. */
 uint64_t pfs_bufpool_idle(void);
 

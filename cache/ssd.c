@@ -461,6 +461,7 @@ int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 	s->queue_max = o->queue_bytes ? o->queue_bytes : DEFAULT_QUEUE;
 	s->seg_size = o->segment_size ? o->segment_size : DEFAULT_SEGMENT;
 	pthread_mutex_init(&s->q_lock, NULL);
+	pthread_mutex_init(&s->rec_lock, NULL);
 	pthread_mutex_init(&s->seg_lock, NULL);
 	pthread_mutex_init(&s->dctx_lock, NULL);
 	pthread_cond_init(&s->q_wake, NULL);
@@ -536,12 +537,13 @@ void pfs_ssd_close(struct pfs_ssd *s)
 	}
 	while ((it = s->q_head)) {
 		s->q_head = it->next;
-		ssd_item_free(it);
+		ssd_item_free(s, it);
 	}
 	while ((t = s->t_head)) {
 		s->t_head = t->next;
 		free(t);
 	}
+	ssd_rec_drain(s);
 	ssd_seg_close_all(s);
 	if (s->env)
 		mdb_env_close(s->env);
@@ -555,6 +557,7 @@ void pfs_ssd_close(struct pfs_ssd *s)
 	pthread_mutex_destroy(&s->dctx_lock);
 	pthread_mutex_destroy(&s->seg_lock);
 	pthread_mutex_destroy(&s->q_lock);
+	pthread_mutex_destroy(&s->rec_lock);
 	free(s->origin_id);
 	free(s->dir);
 	free(s);

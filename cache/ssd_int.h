@@ -25,6 +25,7 @@
 #define SSD_ALIGN 4096u          /* entries start on file-system block bounds */
 #define SSD_KEY_MAX (PFS_SSD_PATH_MAX + 1 + 8)
 #define SSD_SEG_BUCKETS 256
+#define SSD_REC_CLASSES 48        /* bufpool size classes kept for reuse */
 #define SSD_DCTX_KEEP 16
 #define SSD_KINDS 64
 #define SSD_KIND_LEN 16
@@ -127,6 +128,13 @@ struct pfs_ssd {
 	pthread_t writer;
 	int writer_started;
 
+	/* Block copies the writer is done with, kept for the next put (their
+	 * pages already in: no mapping, no page faults), at most queue_max / 2
+	 * bytes. Per bufpool size class, linked through their first word. */
+	pthread_mutex_t rec_lock;
+	void *rec[SSD_REC_CLASSES]; /* rec_lock */
+	uint64_t rec_bytes;         /* rec_lock */
+
 	pthread_mutex_t seg_lock;
 	struct segfd *segfds[SSD_SEG_BUCKETS]; /* seg_lock */
 
@@ -210,7 +218,9 @@ void *ssd_writer_main(void *arg);
 /* ENABLED -> DISABLED, once: logs why, drops the queue. Any thread. */
 void ssd_disable(struct pfs_ssd *s, int err, const char *what);
 /* Frees a queued item and its buffers. NULL allowed. */
-void ssd_item_free(struct item *it);
+void ssd_item_free(struct pfs_ssd *s, struct item *it);
+/* Frees the buffers ssd_item_free kept for reuse (at close). */
+void ssd_rec_drain(struct pfs_ssd *s);
 /* Asks the writer to remove key's entry if it is still the one at
  * (seg, off); seg UINT32_MAX: whatever is there. Best effort: nothing is
  * queued on a disabled tier or past SSD_DROP_MAX drops. Any thread. */

@@ -10,16 +10,69 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bufpool.h"
 #include "ssd_int.h"
 #include "../util/log.h"
 
-void ssd_item_free(struct item *it)
+/* A buffer for a put's copy of len bytes: one the writer gave back, else
+ * a new one. */
+static void *buf_get(struct pfs_ssd *s, size_t len)
+{
+	size_t size = pfs_bufpool_size(len);
+	void *p = NULL;
+	if (size) {
+		unsigned k = (unsigned)__builtin_ctzll(size / PFS_BUFPOOL_MIN);
+		pthread_mutex_lock(&s->rec_lock);
+		if (k < SSD_REC_CLASSES && (p = s->rec[k])) {
+			s->rec[k] = *(void **)p;
+			s->rec_bytes -= size;
+		}
+		pthread_mutex_unlock(&s->rec_lock);
+	}
+	return p ? p : pfs_bufpool_alloc(len);
+}
+
+/* Keeps a put's buffer for the next put while the kept buffers total at
+ * most half of queue_max; else gives it back. Puts take kept buffers
+ * first, so queued and kept bytes stay near queue_max together. */
+static void buf_put(struct pfs_ssd *s, void *p, size_t len)
+{
+	size_t size = pfs_bufpool_size(len);
+	unsigned k = size ? (unsigned)__builtin_ctzll(size / PFS_BUFPOOL_MIN) : SSD_REC_CLASSES;
+	if (k < SSD_REC_CLASSES) {
+		pthread_mutex_lock(&s->rec_lock);
+		if (s->rec_bytes + size <= s->queue_max / 2) {
+			*(void **)p = s->rec[k];
+			s->rec[k] = p;
+			s->rec_bytes += size;
+			p = NULL;
+		}
+		pthread_mutex_unlock(&s->rec_lock);
+	}
+	pfs_bufpool_free(p, len);
+}
+
+void ssd_rec_drain(struct pfs_ssd *s)
+{
+	for (unsigned k = 0; k < SSD_REC_CLASSES; k++)
+		while (s->rec[k]) {
+			void *p = s->rec[k];
+			s->rec[k] = *(void **)p;
+			pfs_bufpool_free(p, (size_t)PFS_BUFPOOL_MIN << k);
+		}
+	s->rec_bytes = 0;
+}
+
+void ssd_item_free(struct pfs_ssd *s, struct item *it)
 {
 	if (!it)
 		return;
 	if (it->stored && it->stored != it->data)
 		free(it->stored);
-	free(it->data);
+	if (it->kind == ITEM_PUT)
+		buf_put(s, it->data, it->len);
+	else
+		free(it->data);
 	free(it);
 }
 
@@ -43,7 +96,7 @@ void ssd_disable(struct pfs_ssd *s, int err, const char *what)
 		} else {
 			s->q_drops--;
 		}
-		ssd_item_free(it);
+		ssd_item_free(s, it);
 	}
 	s->q_tail = &s->q_head;
 	while ((t = s->t_head)) {
@@ -127,7 +180,9 @@ int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp
 		rc = -EAGAIN;
 		goto refuse;
 	}
-	if (!(it = calloc(1, sizeof(*it) + klen)) || !(it->data = malloc(len))) {
+	/* The copy comes from the buffer pool: a buffer the writer gave back
+	 * moments ago, its pages already in (no page faults, no allocator). */
+	if (!(it = calloc(1, sizeof(*it) + klen)) || !(it->data = buf_get(s, len))) {
 		free(it);
 		rc = -EAGAIN;
 		goto refuse;
@@ -164,7 +219,7 @@ int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp
 		pfs_add(&s->st_queued, 1);
 		return 0;
 	}
-	ssd_item_free(it);
+	ssd_item_free(s, it);
 refuse:
 	pfs_add(&s->st_dropped, 1);
 	return rc;
@@ -222,7 +277,7 @@ void *ssd_writer_main(void *arg)
 				alen += ssd_alignup(it->len);
 			else
 				drops++;
-			ssd_item_free(it);
+			ssd_item_free(s, it);
 		}
 		while ((t = touches)) {
 			touches = t->next;

@@ -80,6 +80,11 @@ struct pfs_prefetch {
 	double perm_time;       /* when it was made (CLOCK_MONOTONIC s) */
 	uint32_t scope;         /* subtree root being read; UINT32_MAX: none */
 	int scope_changed;
+	/* The last scan found no item at all (not "no room", not "bounded"):
+	 * a read then wakes no worker unless it makes new work (a new epoch,
+	 * scope, order position or readahead). A warm epoch so costs no
+	 * wake-up per read; worker 0's 100 ms poll bounds any miss. */
+	int idle_empty;
 	uint64_t rng;
 	/* Errors back off: no work is taken before err_until (CLOCK_MONOTONIC
 	 * s), which doubles with each consecutive error up to ERR_BACKOFF_MAX. */
@@ -174,7 +179,8 @@ static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_
 
 /* Picks the next block to prefetch that is not in RAM yet (a warm epoch
  * then costs a hash lookup per item, not a worker's wake-up and fetch).
- * Returns 1 and the item, or 0. */
+ * Returns 1 and the item, 0 when there is none, 2 when it stopped after
+ * skipping many (there may be more). */
 static int next_work(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_t *len)
 {
 	for (unsigned skipped = 0; next_item(p, obj, blk, len); skipped++) {
@@ -188,7 +194,7 @@ static int next_work(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_
 		}
 		p->st.skipped_cached++;
 		if (skipped == 4096)
-			return 0; /* bound the time under the lock; resume later */
+			return 2; /* bound the time under the lock; resume later */
 	}
 	return 0;
 }
@@ -273,8 +279,11 @@ static int step(struct pfs_prefetch *p)
 	size_t len;
 	if (p->err_until && pfs_clock_s() < p->err_until)
 		return 0; /* worker 0's poll resumes the work after it */
-	if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes) ||
-	    !next_work(p, &obj, &blk, &len))
+	if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes))
+		return 0;
+	int found = next_work(p, &obj, &blk, &len);
+	p->idle_empty = found == 0 && !p->cur_probing;
+	if (found != 1)
 		return 0;
 	p->inflight++;
 	p->inflight_bytes += len;
@@ -458,6 +467,7 @@ static void readahead(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 		p->ra[(p->ra_head + p->ra_n++) % RA_QUEUE] = (struct ra_item){node, b};
 		s->queued_to = b + 1;
 	}
+	p->idle_empty = 0;
 	pthread_cond_broadcast(&p->wake);
 }
 
@@ -472,12 +482,22 @@ void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 	if (size > p->o.block_size)
 		readahead(p, node, size, off, len);
 	if (off == 0) {
-		if (p->order_active && node < p->nfiles && p->order_index[node] > p->order_pos)
+		int news = 0;
+		if (p->order_active && node < p->nfiles && p->order_index[node] > p->order_pos) {
 			p->order_pos = p->order_index[node];
-		if (!p->order_active)
+			news = p->order_next < p->order_n; /* the window moved */
+		}
+		if (!p->order_active) {
 			note_scope(p, node);
-		/* A read may have consumed a staged block: room for more. */
-		pthread_cond_signal(&p->wake);
+			news = p->scope_changed ||
+			       pfs_epoch_current(p->o.epoch) != p->perm_epoch;
+		}
+		/* A read may have consumed a staged block: room for more, unless
+		 * the workers know there is nothing left to fetch. */
+		if (news || !p->idle_empty) {
+			p->idle_empty = 0;
+			pthread_cond_signal(&p->wake);
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
 }
@@ -495,6 +515,7 @@ void pfs_prefetch_order_begin(struct pfs_prefetch *p)
 	p->order_active = p->order_index != NULL;
 	p->cur_nblk = p->cur_blk = 0; /* drop the background file in progress */
 	p->cur_probing = 0;
+	p->idle_empty = 0;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -531,6 +552,7 @@ void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint64_t *objs, size_t
 			p->order_index[node] = (uint32_t)(p->order_n + 1);
 		p->order_n++;
 	}
+	p->idle_empty = 0;
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 }
