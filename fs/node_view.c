@@ -215,39 +215,32 @@ static int view_read(struct pfs_fs *fs, fuse_ino_t ino, size_t size, off_t off,
 	return pfs_fsi_read_range(fs, &src, (uint64_t)off, end, r);
 }
 
+/* A view directory lists its dataset directory's entries, as view inodes. */
 static int view_dir_size(struct pfs_fs *fs, fuse_ino_t ino, uint32_t *n)
 {
 	uint32_t spec, dir;
-	struct pfs_fnode info;
 	if (ino == PFS_CTL_INO_VIEWS) {
 		*n = 0; /* specs are looked up, never listed */
 		return 0;
 	}
 	view_split(ino, &spec, &dir);
-	if (pfs_ftable_get(fs->ft, dir, &info) < 0)
-		return -ENOENT;
-	if (!info.is_dir)
-		return -ENOTDIR;
-	*n = pfs_ftable_nchildren(fs->ft, dir);
-	return 0;
+	return pfs_fsi_data.dir_size(fs, (fuse_ino_t)dir + 1, n);
 }
 
 static int view_dir_entry(struct pfs_fs *fs, fuse_ino_t ino, uint32_t k, int plus,
 			  const char **name, struct fuse_entry_param *e)
 {
-	(void)plus;
 	uint32_t spec, dir;
 	view_split(ino, &spec, &dir);
-	uint32_t child = pfs_ftable_child(fs->ft, dir, k);
-	*name = pfs_ftable_name(fs->ft, child);
-	if (dir == PFS_FTABLE_ROOT && !strcmp(*name, PFS_CTL_NAME))
-		return 1; /* shadowed by the control tree */
-	int rc = pfs_fsi_data_entry(fs, child, e);
+	int rc = pfs_fsi_data.dir_entry(fs, (fuse_ino_t)dir + 1, k, plus, name, e);
+	if (rc != 0)
+		return rc;
 	/* Type and inode only: a view file's size may need its source, so it
 	 * is computed at lookup, not here. */
+	uint32_t child = (uint32_t)(e->attr.st_ino - 1);
 	e->ino = 0;
 	e->attr.st_ino = pfs_fsi_view_ino(spec, child);
-	return rc;
+	return 0;
 }
 
 const struct pfs_fsi_kind pfs_fsi_view = {
