@@ -1,12 +1,27 @@
 /* epoch.h - epoch tracking without hints from the training job.
  *
- * Definition: files are numbered 0..N-1. An epoch ends when a file that
- * was already read in it is read again *and* the epoch has by then read
+ * Definition: files are numbered 0..N-1. An epoch ends when files that
+ * were already read in it are read again *and* the epoch has by then read
  * most of the files: at least 5/8 of the distinct files read since the
- * tracker was created ("seen"). That read opens the next epoch. A repeat
+ * tracker was created ("seen"). It takes K such repeats of distinct files,
+ * K = seen / 64 bounded to [1, PFS_EPOCH_CONFIRM_MAX = 64]: the K-th opens
+ * the next epoch, which then holds those K files as read in it. A repeat
  * earlier in the epoch is only a re-read: it changes nothing. Epochs are
  * numbered from 1. The caller notes a file once per read of the file,
  * i.e. on the read of its first block (offset 0), not on every block.
+ *
+ * Why K: PyTorch's DistributedSampler pads the ranks' shards to equal
+ * length with samples from the start of the epoch's permutation (fewer
+ * than the number of ranks, one per rank at most, at the end of a rank's
+ * shard). Those repeats come after most of the epoch was read; with K = 1
+ * each one would open an epoch a few reads early, and after the last
+ * epoch a spurious one. The padded files of one epoch count as read in
+ * the next one too (below), so up to 2 (R - 1) repeats of R ranks' padding
+ * can fall in one epoch: epochs stay exact while 2 (R - 1) < K, i.e. for
+ * R <= 32 ranks per mount with at least 128 R files. A true boundary is
+ * seen K reads late, and the files read before it (and the last padded
+ * ones) then count as read in the next epoch too (the background fill
+ * skips them there).
  *
  * Why "most": a loader that reads every sample once per epoch (a
  * permutation, in several workers at once) repeats a file only at the
@@ -46,9 +61,10 @@
  *    are not noted (harmless: they cost the cache nothing).
  *
  * Thread-safe and lock-free, O(1) per read: one 32-bit generation per
- * file (read in the current epoch iff gen[file] == epoch), the epoch
- * number packed with the count of files read in it in one 64-bit word,
- * and one 32-bit count of files seen. 4 bytes per file.
+ * file (the last epoch it was read in, and a bit for "read again near the
+ * end of it"), the epoch number packed with the count of files read in it
+ * in one 64-bit word, the same for the repeats, and one 32-bit count of
+ * files seen. 4 bytes per file. Epoch numbers are 31-bit.
  */
 #ifndef PFS_EPOCH_H
 #define PFS_EPOCH_H
@@ -59,6 +75,9 @@
  * repeat ends it: PFS_EPOCH_MOST_NUM / PFS_EPOCH_MOST_DEN. */
 #define PFS_EPOCH_MOST_NUM 5
 #define PFS_EPOCH_MOST_DEN 8
+/* Repeats of distinct files that end an epoch: seen / 64, within [1, 64]. */
+#define PFS_EPOCH_CONFIRM_MAX 64
+#define PFS_EPOCH_CONFIRM_PER 64
 
 struct pfs_epoch;
 
@@ -68,10 +87,10 @@ int pfs_epoch_create(uint32_t nfiles, struct pfs_epoch **out);
 void pfs_epoch_destroy(struct pfs_epoch *t);
 
 /* Notes a read of `file` (its first block). Returns the epoch the read
- * belongs to: the current one, or the next one when `file` was already
- * read in the current epoch and the epoch has read at least 5/8 of the
- * files seen (the next one then becomes current). A file id out of range
- * changes nothing and returns the current epoch. Any thread. */
+ * belongs to: the current one, or the next one when this read is the K-th
+ * repeat that ends the current epoch (the next one then becomes current).
+ * A file id out of range changes nothing and returns the current epoch.
+ * Any thread. */
 uint64_t pfs_epoch_note_read(struct pfs_epoch *t, uint32_t file);
 
 /* The current epoch (1 before any read), the number of distinct files

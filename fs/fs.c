@@ -325,7 +325,7 @@ static void op_setattr(fuse_req_t r, fuse_ino_t i, struct stat *a, int s, struct
 	const struct pfs_fsi_kind *k = kind_of(fs, i);
 	struct stat st;
 	(void)f;
-	int rc = k && k->setattr ? k->setattr(fs, i, a, s, &st) : -EROFS;
+	int rc = k && k->setattr ? k->setattr(fs, i, a, s, fuse_req_ctx(r)->pid, &st) : -EROFS;
 	if (rc == -EROFS)
 		pfs_stat_op(PFS_OP_WRITE_DENIED);
 	if (rc < 0)
@@ -340,7 +340,7 @@ static void op_write(fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t 
 	struct pfs_fs *fs = fs_of(r);
 	const struct pfs_fsi_kind *k = kind_of(fs, i);
 	(void)f;
-	int rc = k && k->write ? k->write(fs, i, b, s, o) : -EROFS;
+	int rc = k && k->write ? k->write(fs, i, b, s, o, fuse_req_ctx(r)->pid) : -EROFS;
 	if (rc == -EROFS)
 		pfs_stat_op(PFS_OP_WRITE_DENIED);
 	if (rc < 0)
@@ -382,7 +382,7 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 	struct pfs_fnode info;
 	if (pfs_ftable_get(fs->ft, node, &info) < 0 || info.is_dir)
 		return -ENOENT;
-	struct pfs_fsi_fill c = {fs, node, info.size, blk * fs->block_size, info.fp};
+	struct pfs_fsi_fill c = {fs, node, info.size, blk * fs->block_size, info.fp, 0};
 	struct pfs_block *b;
 	int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, blk, len, info.size,
 				PFS_BCACHE_PREFETCH, pfs_fsi_fill_block, &c, &b);

@@ -26,6 +26,7 @@
 #include "../catalog/ftable.h"
 #include "../cache/bcache.h"
 #include "../cache/policy.h"
+#include "../prefetch/prefetch.h"
 
 struct pfs_origin;
 struct pfs_ssd;
@@ -80,6 +81,7 @@ struct pfs_fsi_read {
 	int on_read;
 	uint32_t node;
 	uint64_t file_size, off, len;
+	struct pfs_prefetch_demand demand; /* set by pfs_fsi_read_range */
 };
 
 /* Where the bytes of a read come from: cache key `ino`, an object of
@@ -109,6 +111,7 @@ struct pfs_fsi_fill {
 	struct pfs_fs *fs;
 	uint32_t node;
 	uint64_t size, off, fp;
+	int called;                 /* set by the fill: the block was a miss */
 };
 /* A RAM miss: the SSD tier, else the origin, under the file's pinned
  * version (a pfs_bcache_fill_fn; p: struct pfs_fsi_fill). */
@@ -139,10 +142,11 @@ struct pfs_fsi_kind {
 	 * only e->attr's st_ino and st_mode need be set. */
 	int (*dir_entry)(struct pfs_fs *fs, fuse_ino_t ino, uint32_t k, int plus,
 			 const char **name, struct fuse_entry_param *e);
+	/* tid: the thread id of the request (fuse_req_ctx). */
 	int (*write)(struct pfs_fs *fs, fuse_ino_t ino, const char *buf, size_t size,
-		     off_t off);
+		     off_t off, int32_t tid);
 	int (*setattr)(struct pfs_fs *fs, fuse_ino_t ino, const struct stat *attr, int to_set,
-		       struct stat *out);
+		       int32_t tid, struct stat *out);
 };
 
 extern const struct pfs_fsi_kind pfs_fsi_data, pfs_fsi_ctl, pfs_fsi_view;

@@ -108,24 +108,24 @@ static int ctl_dir_entry(struct pfs_fs *fs, fuse_ino_t ino, uint32_t k, int plus
 }
 
 static int ctl_write(struct pfs_fs *fs, fuse_ino_t ino, const char *buf, size_t size,
-		     off_t off)
+		     off_t off, int32_t tid)
 {
 	if (ino != PFS_CTL_INO_ORDER || !fs->order || off < 0)
 		return -EROFS;
-	return pfs_order_write(fs->order, (uint64_t)off, buf, size);
+	return pfs_order_write(fs->order, tid, (uint64_t)off, buf, size);
 }
 
-/* Truncation of the order file starts a new order; time stamps are
- * accepted and ignored (touch). */
+/* Truncation of the order file makes the writer's next write a new order;
+ * time stamps are accepted and ignored (touch). */
 static int ctl_setattr(struct pfs_fs *fs, fuse_ino_t ino, const struct stat *attr, int to_set,
-		       struct stat *out)
+		       int32_t tid, struct stat *out)
 {
 	const int allowed = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
 			    FUSE_SET_ATTR_CTIME | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW;
 	if (ino != PFS_CTL_INO_ORDER || !fs->order || (to_set & ~allowed))
 		return -EROFS;
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size == 0)
-		pfs_order_reset(fs->order);
+		pfs_order_reset(fs->order, tid);
 	return pfs_ctl_getattr(ino, out);
 }
 

@@ -12,15 +12,29 @@
 
 #define LINE_MAX_BYTES 4096
 #define BATCH 256
+#define SESSIONS 64
+#define STREAM_LINE "#stream "
+
+/* One writer's order being written: the writes of one thread from offset
+ * 0 on (the kernel sends no opens here, see fs.c, so a writer is known
+ * only by the thread id of its requests). */
+struct session {
+	int32_t tid;              /* 0: a free slot */
+	uint64_t stream;          /* its prefetch stream; 0 before the first line */
+	int started;              /* the first line was taken */
+	uint64_t last;            /* a clock for replacement */
+	size_t line_len;
+	int line_too_long;
+	char line[LINE_MAX_BYTES]; /* the partial last line */
+};
 
 struct pfs_order {
 	const struct pfs_ftable *ft;
 	struct pfs_prefetch *prefetch;
 	struct pfs_views *views;
 	pthread_mutex_t lock;
-	char line[LINE_MAX_BYTES]; /* the partial last line; guarded by lock */
-	size_t line_len;
-	int line_too_long;
+	struct session s[SESSIONS]; /* guarded by lock */
+	uint64_t clock;             /* guarded by lock */
 };
 
 int pfs_order_create(const struct pfs_ftable *ft, struct pfs_prefetch *prefetch,
@@ -45,18 +59,42 @@ void pfs_order_destroy(struct pfs_order *o)
 	free(o);
 }
 
-static void begin(struct pfs_order *o)
+/* tid's session, or NULL (lock held). */
+static struct session *find(struct pfs_order *o, int32_t tid)
 {
-	o->line_len = 0;
-	o->line_too_long = 0;
-	if (o->prefetch)
-		pfs_prefetch_order_begin(o->prefetch);
+	for (int i = 0; i < SESSIONS; i++)
+		if (o->s[i].tid == tid)
+			return &o->s[i];
+	return NULL;
 }
 
-void pfs_order_reset(struct pfs_order *o)
+/* A new session for tid, in its old slot, a free one, or the least
+ * recently written one (lock held). */
+static struct session *begin(struct pfs_order *o, int32_t tid)
+{
+	struct session *s = find(o, tid);
+	for (int i = 0; !s && i < SESSIONS; i++)
+		if (!o->s[i].tid)
+			s = &o->s[i];
+	for (int i = 0; !s && i < SESSIONS; i++)
+		if (!s || o->s[i].last < s->last)
+			s = &o->s[i];
+	if (!s)
+		s = &o->s[0];
+	s->tid = tid;
+	s->stream = 0;
+	s->started = 0;
+	s->line_len = 0;
+	s->line_too_long = 0;
+	return s;
+}
+
+void pfs_order_reset(struct pfs_order *o, int32_t tid)
 {
 	pthread_mutex_lock(&o->lock);
-	begin(o);
+	struct session *s = find(o, tid);
+	if (s)
+		s->tid = 0; /* its next write starts a new order */
 	pthread_mutex_unlock(&o->lock);
 }
 
@@ -83,6 +121,11 @@ enum pfs_order_line pfs_order_parse_line(char *s, size_t n, char **spec, char **
 	*spec = name;
 	*path = slash + 1;
 	return PFS_ORDER_LINE_VIEW;
+}
+
+const char *pfs_order_stream_line(const char *s)
+{
+	return strncmp(s, STREAM_LINE, strlen(STREAM_LINE)) ? NULL : s + strlen(STREAM_LINE);
 }
 
 /* Resolves one complete line into the batch. */
@@ -118,35 +161,72 @@ static void take_line(struct pfs_order *o, char *s, size_t n, uint64_t *batch,
 	batch[(*nb)++] = PFS_PREFETCH_OBJ(node, view);
 }
 
-int pfs_order_write(struct pfs_order *o, uint64_t off, const char *buf, size_t len)
+/* The session's first complete line: "#stream NAME" picks the stream,
+ * anything else is the unnamed stream's first entry. Returns 1 if the
+ * line was the stream line (consumed). */
+static int first_line(struct pfs_order *o, struct session *s, char *line, size_t n,
+		      size_t *unknown)
+{
+	s->started = 1;
+	line[n] = '\0';
+	if (n && line[n - 1] == '\r')
+		line[--n] = '\0';
+	const char *name = pfs_order_stream_line(line);
+	if (o->prefetch) {
+		s->stream = pfs_prefetch_order_begin(o->prefetch, name);
+		if (!s->stream && name) {
+			/* Not a valid name: the unnamed stream, the line unknown. */
+			s->stream = pfs_prefetch_order_begin(o->prefetch, NULL);
+			(*unknown)++;
+		}
+	}
+	return name != NULL;
+}
+
+int pfs_order_write(struct pfs_order *o, int32_t tid, uint64_t off, const char *buf,
+		    size_t len)
 {
 	uint64_t batch[BATCH];
 	size_t nb = 0, unknown = 0;
 	pthread_mutex_lock(&o->lock);
-	if (off == 0)
-		begin(o);
+	struct session *s = off == 0 ? NULL : find(o, tid);
+	if (!s) {
+		s = begin(o, tid);
+		/* Past offset 0 with no order of this writer known (another
+		 * thread of it, or one of more than 64 writers): the lines
+		 * continue the unnamed stream, as a writer of one order did. */
+		s->started = off != 0;
+		if (off != 0 && o->prefetch) {
+			s->stream = pfs_prefetch_order_find(o->prefetch, NULL);
+			if (!s->stream)
+				s->stream = pfs_prefetch_order_begin(o->prefetch, NULL);
+		}
+	}
+	s->last = ++o->clock;
 	for (size_t i = 0; i < len; i++) {
 		if (buf[i] != '\n') {
-			if (o->line_len + 1 < sizeof(o->line))
-				o->line[o->line_len++] = buf[i];
+			if (s->line_len + 1 < sizeof(s->line))
+				s->line[s->line_len++] = buf[i];
 			else
-				o->line_too_long = 1;
+				s->line_too_long = 1;
 			continue;
 		}
-		if (o->line_too_long)
+		if (s->line_too_long)
 			unknown++;
-		else
-			take_line(o, o->line, o->line_len, batch, &nb, &unknown);
-		o->line_len = 0;
-		o->line_too_long = 0;
+		int taken = !s->started &&
+			    first_line(o, s, s->line, s->line_too_long ? 0 : s->line_len, &unknown);
+		if (!taken && !s->line_too_long)
+			take_line(o, s->line, s->line_len, batch, &nb, &unknown);
+		s->line_len = 0;
+		s->line_too_long = 0;
 		if (nb == BATCH) {
 			if (o->prefetch)
-				pfs_prefetch_order_add(o->prefetch, batch, nb, unknown);
+				pfs_prefetch_order_add(o->prefetch, s->stream, batch, nb, unknown);
 			nb = unknown = 0;
 		}
 	}
 	if ((nb || unknown) && o->prefetch)
-		pfs_prefetch_order_add(o->prefetch, batch, nb, unknown);
+		pfs_prefetch_order_add(o->prefetch, s->stream, batch, nb, unknown);
 	pthread_mutex_unlock(&o->lock);
 	return 0;
 }

@@ -102,6 +102,7 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	struct pfs_fsi_fill *c = p;
 	char path[4096];
 	char v[PFS_ETAG_MAX];
+	c->called = 1;
 	int rc = pfs_ftable_path(c->fs->ft, c->node, path, sizeof(path));
 	if (rc < 0)
 		return rc;
@@ -129,18 +130,22 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	return rc;
 }
 
-/* Takes block b of src from the cache (filling it on a miss). */
+/* Takes block b of src from the cache (filling it on a miss). *missed
+ * (may be NULL): 1 if this call filled a dataset block. */
 static int get_block(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64_t b,
-		     unsigned flags, struct pfs_block **out)
+		     unsigned flags, struct pfs_block **out, int *missed)
 {
 	uint64_t boff = b * src->block;
 	size_t blen = (size_t)(src->size - boff < src->block ? src->size - boff : src->block);
 	if (src->fill)
 		return pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags, src->fill,
 				      src->fill_ctx, out);
-	struct pfs_fsi_fill c = {fs, src->node, src->size, boff, src->fp};
-	return pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags,
-			      pfs_fsi_fill_block, &c, out);
+	struct pfs_fsi_fill c = {fs, src->node, src->size, boff, src->fp, 0};
+	int rc = pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags,
+				pfs_fsi_fill_block, &c, out);
+	if (missed)
+		*missed = c.called;
+	return rc;
 }
 
 /* ---- reads ------------------------------------------------------------- */
@@ -157,9 +162,14 @@ int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint
 	uint64_t t0 = pfs_clock_ns();
 	int rc = 0;
 	for (uint64_t b = first; b <= last; b++) {
-		rc = get_block(fs, src, b, 0, &r->blocks[r->nblocks]);
+		int missed = 0;
+		rc = get_block(fs, src, b, 0, &r->blocks[r->nblocks], &missed);
 		if (rc < 0)
 			break;
+		if (missed)
+			r->demand.misses++;
+		else
+			r->demand.hits++;
 		uint64_t boff = b * src->block;
 		uint64_t blen = src->size - boff < src->block ? src->size - boff : src->block;
 		uint64_t lo = start > boff ? start - boff : 0;
@@ -170,15 +180,18 @@ int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint
 		r->niov++;
 	}
 	uint64_t waited = pfs_clock_ns() - t0;
-	if (waited > PFS_FSI_STALL_NS)
+	if (waited > PFS_FSI_STALL_NS) {
 		pfs_add(&fs->stall_ns, waited);
+		r->demand.stall_ns = waited;
+	}
 	return rc;
 }
 
 void pfs_fsi_read_done(struct pfs_fs *fs, struct pfs_fsi_read *r, int rc)
 {
 	if (rc == 0 && r->on_read && fs->prefetch)
-		pfs_prefetch_on_read(fs->prefetch, r->node, r->file_size, r->off, (size_t)r->len);
+		pfs_prefetch_on_read(fs->prefetch, r->node, r->file_size, r->off, (size_t)r->len,
+				     &r->demand);
 	for (size_t i = 0; i < r->nblocks; i++)
 		pfs_bcache_put(fs->cache, r->blocks[i]);
 	if (r->blocks != r->stackb)
@@ -200,7 +213,7 @@ int pfs_fsi_read_whole(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode 
 				     .block = fs->block_size, .node = node, .fp = info->fp};
 	for (uint64_t b = 0; b * src.block < info->size; b++) {
 		struct pfs_block *blk;
-		int rc = get_block(fs, &src, b, flags, &blk);
+		int rc = get_block(fs, &src, b, flags, &blk, NULL);
 		if (rc < 0) {
 			free(buf);
 			return rc;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +40,22 @@ struct stream {
 	uint64_t last_use;  /* for replacement */
 };
 
+/* An order stream (prefetch.h): its order, and where its files are in it
+ * (an open-addressing hash of node + 1 -> first index + 1). id 0: a free
+ * slot. */
+struct ostream {
+	uint64_t id;
+	char name[PFS_PREFETCH_STREAM_NAME_MAX + 1];
+	uint64_t *order;        /* objects, in order */
+	size_t n, cap, next;    /* next: the next entry to prefetch */
+	uint32_t *keys, *vals;  /* hcap slots each; 0: empty */
+	size_t hcap, hused;
+	uint64_t pos;           /* highest index read + 1 */
+	uint64_t unknown;
+	double last_use;        /* CLOCK_MONOTONIC s of its last read or write */
+	uint64_t hits, misses, stall_ns;
+};
+
 struct worker_arg {
 	struct pfs_prefetch *p;
 	unsigned id;
@@ -66,13 +83,12 @@ struct pfs_prefetch {
 	 * blocks wait until it succeeds (a file the origin cannot serve, say
 	 * one listed at 2^40 bytes, costs one request, not one per worker). */
 	int cur_probing;
-	/* Order hints. */
-	uint64_t *order;        /* objects, in order */
-	size_t order_n, order_cap, order_next;
-	uint32_t *order_index;  /* per node: index in order + 1, 0 if absent */
-	uint64_t order_pos;     /* highest index read + 1 */
-	int order_active;
-	uint64_t order_unknown;
+	/* Order hints: the live streams (id != 0), taken in turn from rr. */
+	struct ostream os[PFS_PREFETCH_STREAMS_MAX];
+	unsigned nos;           /* live streams */
+	unsigned rr;
+	uint64_t os_ids;        /* the last id given */
+	double os_expired;      /* when idle streams were last looked for */
 	/* Background fill: a random permutation of the subtree's files. */
 	uint32_t *perm;
 	size_t perm_n, perm_next;
@@ -177,6 +193,148 @@ fail:
 
 static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_t *len);
 
+/* ---- order streams (lock held) ----------------------------------------- */
+
+int pfs_prefetch_stream_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	return n >= 1 && n <= PFS_PREFETCH_STREAM_NAME_MAX &&
+	       strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			    "0123456789._:-") == n;
+}
+
+static uint32_t hash32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	x *= 0x846ca68bU;
+	return x ^ (x >> 16);
+}
+
+/* The first index + 1 of node in s's order, 0 if absent. */
+static uint32_t os_find(const struct ostream *s, uint32_t node)
+{
+	if (!s->hcap)
+		return 0;
+	for (size_t i = hash32(node) & (s->hcap - 1);; i = (i + 1) & (s->hcap - 1)) {
+		if (!s->keys[i])
+			return 0;
+		if (s->keys[i] == node + 1)
+			return s->vals[i];
+	}
+}
+
+static void os_put(struct ostream *s, uint32_t node, uint32_t val)
+{
+	size_t i = hash32(node) & (s->hcap - 1);
+	while (s->keys[i] && s->keys[i] != node + 1)
+		i = (i + 1) & (s->hcap - 1);
+	if (s->keys[i])
+		return; /* listed twice: it keeps its first place */
+	s->keys[i] = node + 1;
+	s->vals[i] = val;
+	s->hused++;
+}
+
+/* Room for `more` new keys (at most 2/3 full). */
+static int os_reserve(struct ostream *s, size_t more)
+{
+	if ((s->hused + more) * 3 <= s->hcap * 2)
+		return 0;
+	size_t cap = s->hcap ? s->hcap : 1024;
+	while ((s->hused + more) * 3 > cap * 2)
+		cap *= 2;
+	uint32_t *k = calloc(cap, sizeof(*k)), *v = calloc(cap, sizeof(*v));
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return -ENOMEM;
+	}
+	struct ostream old = *s;
+	s->keys = k;
+	s->vals = v;
+	s->hcap = cap;
+	s->hused = 0;
+	for (size_t i = 0; i < old.hcap; i++)
+		if (old.keys[i])
+			os_put(s, old.keys[i] - 1, old.vals[i]);
+	free(old.keys);
+	free(old.vals);
+	return 0;
+}
+
+static void os_clear(struct ostream *s)
+{
+	free(s->order);
+	free(s->keys);
+	free(s->vals);
+	memset(s, 0, sizeof(*s));
+}
+
+static void os_end(struct pfs_prefetch *p, struct ostream *s)
+{
+	os_clear(s);
+	p->nos--;
+}
+
+/* Ends the streams nobody read or wrote for PFS_PREFETCH_STREAM_IDLE_S
+ * (looked for at most once a second). */
+static void os_expire(struct pfs_prefetch *p, double now)
+{
+	if (now - p->os_expired < 1.0)
+		return;
+	p->os_expired = now;
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX; i++)
+		if (p->os[i].id && now - p->os[i].last_use > PFS_PREFETCH_STREAM_IDLE_S)
+			os_end(p, &p->os[i]);
+}
+
+/* The next object of the streams' windows, the streams taken in turn. */
+static int next_in_streams(struct pfs_prefetch *p, uint64_t *next)
+{
+	os_expire(p, pfs_clock_s());
+	for (unsigned k = 0; k < PFS_PREFETCH_STREAMS_MAX; k++) {
+		unsigned i = (p->rr + k) % PFS_PREFETCH_STREAMS_MAX;
+		struct ostream *s = &p->os[i];
+		if (!s->id)
+			continue;
+		if (s->next < s->pos)
+			s->next = s->pos; /* the reader is ahead */
+		if (s->next >= s->n || s->next >= s->pos + p->o.window)
+			continue;
+		*next = s->order[s->next++];
+		p->rr = i + 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The stream a read of `node` belongs to: the one whose order holds it
+ * nearest to its position (ahead, or behind by as much), or NULL. *idx:
+ * its index there + 1. */
+static struct ostream *os_of_read(struct pfs_prefetch *p, uint32_t node, uint32_t *idx)
+{
+	struct ostream *best = NULL;
+	uint64_t best_d = UINT64_MAX;
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX && p->nos; i++) {
+		struct ostream *s = &p->os[i];
+		uint32_t at = s->id ? os_find(s, node) : 0;
+		if (!at)
+			continue;
+		/* Ahead by d scores 2d, behind by d 2d + 1: a file that is the
+		 * next of one stream and the last read of another is the
+		 * first's (a padded shard's last sample). */
+		uint64_t d = at > s->pos ? 2 * (at - 1 - s->pos) : 2 * (s->pos - at) + 1;
+		if (d < best_d) {
+			best_d = d;
+			best = s;
+			*idx = at;
+		}
+	}
+	return best;
+}
+
 /* Picks the next block to prefetch that is not in RAM yet (a warm epoch
  * then costs a hash lookup per item, not a worker's wake-up and fetch).
  * Returns 1 and the item, 0 when there is none, 2 when it stopped after
@@ -230,13 +388,9 @@ static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_
 			return 1;
 		}
 		uint64_t next;
-		if (p->order_active) {
-			if (p->order_next < p->order_pos)
-				p->order_next = p->order_pos; /* the reader is ahead */
-			if (p->order_next >= p->order_n ||
-			    p->order_next >= p->order_pos + p->o.window)
+		if (p->nos) {
+			if (!next_in_streams(p, &next))
 				return 0;
-			next = p->order[p->order_next++];
 		} else {
 			if (p->scope == UINT32_MAX)
 				return 0;
@@ -404,8 +558,8 @@ void pfs_prefetch_destroy(struct pfs_prefetch *p)
 		pthread_join(p->threads[i], NULL);
 	free(p->threads);
 	free(p->args);
-	free(p->order);
-	free(p->order_index);
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX; i++)
+		os_clear(&p->os[i]);
 	free(p->perm);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);
@@ -472,7 +626,7 @@ static void readahead(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 }
 
 void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
-			  uint64_t off, size_t len)
+			  uint64_t off, size_t len, const struct pfs_prefetch_demand *d)
 {
 	/* Every FUSE read calls this: leave at once, without the lock, when
 	 * there is nothing to note (a small file, read past its start). */
@@ -481,13 +635,23 @@ void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 	pthread_mutex_lock(&p->lock);
 	if (size > p->o.block_size)
 		readahead(p, node, size, off, len);
+	uint32_t at = 0;
+	struct ostream *s = p->nos ? os_of_read(p, node, &at) : NULL;
+	if (s) {
+		s->last_use = pfs_clock_s();
+		if (d) {
+			s->hits += d->hits;
+			s->misses += d->misses;
+			s->stall_ns += d->stall_ns;
+		}
+	}
 	if (off == 0) {
 		int news = 0;
-		if (p->order_active && node < p->nfiles && p->order_index[node] > p->order_pos) {
-			p->order_pos = p->order_index[node];
-			news = p->order_next < p->order_n; /* the window moved */
+		if (s && at > s->pos) {
+			s->pos = at;
+			news = s->next < s->n; /* the window moved */
 		}
-		if (!p->order_active) {
+		if (!p->nos) {
 			note_scope(p, node);
 			news = p->scope_changed ||
 			       pfs_epoch_current(p->o.epoch) != p->perm_epoch;
@@ -502,58 +666,104 @@ void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 	pthread_mutex_unlock(&p->lock);
 }
 
-void pfs_prefetch_order_begin(struct pfs_prefetch *p)
+uint64_t pfs_prefetch_order_begin(struct pfs_prefetch *p, const char *name)
 {
+	if (!name)
+		name = PFS_PREFETCH_DEFAULT_STREAM;
+	if (!pfs_prefetch_stream_name_ok(name))
+		return 0;
+	double now = pfs_clock_s();
 	pthread_mutex_lock(&p->lock);
-	if (!p->order_index)
-		p->order_index = calloc(p->nfiles ? p->nfiles : 1, sizeof(*p->order_index));
-	else
-		memset(p->order_index, 0, p->nfiles * sizeof(*p->order_index));
-	p->order_n = p->order_next = 0;
-	p->order_pos = 0;
-	p->order_unknown = 0;
-	p->order_active = p->order_index != NULL;
+	os_expire(p, now);
+	struct ostream *s = NULL, *free_slot = NULL, *lru = NULL;
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX; i++) {
+		struct ostream *c = &p->os[i];
+		if (!c->id) {
+			if (!free_slot)
+				free_slot = c;
+			continue;
+		}
+		if (!strcmp(c->name, name))
+			s = c;
+		if (!lru || c->last_use < lru->last_use)
+			lru = c;
+	}
+	if (s) {
+		os_clear(s); /* its next order: counters restart too */
+	} else {
+		s = free_slot;
+		if (!s) {
+			os_clear(lru); /* the least recently used stream ends */
+			s = lru;
+		} else {
+			p->nos++;
+		}
+	}
+	s->id = ++p->os_ids;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->last_use = now;
+	uint64_t id = s->id;
 	p->cur_nblk = p->cur_blk = 0; /* drop the background file in progress */
 	p->cur_probing = 0;
 	p->idle_empty = 0;
 	pthread_mutex_unlock(&p->lock);
+	return id;
 }
 
-void pfs_prefetch_order_add(struct pfs_prefetch *p, const uint64_t *objs, size_t n,
-			    size_t unknown)
+uint64_t pfs_prefetch_order_find(struct pfs_prefetch *p, const char *name)
+{
+	if (!name)
+		name = PFS_PREFETCH_DEFAULT_STREAM;
+	uint64_t id = 0;
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX; i++)
+		if (p->os[i].id && !strcmp(p->os[i].name, name))
+			id = p->os[i].id;
+	pthread_mutex_unlock(&p->lock);
+	return id;
+}
+
+void pfs_prefetch_order_add(struct pfs_prefetch *p, uint64_t stream, const uint64_t *objs,
+			    size_t n, size_t unknown)
 {
 	pthread_mutex_lock(&p->lock);
-	if (!p->order_active) {
-		pthread_mutex_unlock(&p->lock);
-		return;
-	}
-	p->order_unknown += unknown;
-	if (p->order_n + n > p->order_cap) {
-		size_t cap = p->order_cap ? p->order_cap : 1024;
-		while (cap < p->order_n + n)
+	struct ostream *s = NULL;
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX && stream; i++)
+		if (p->os[i].id == stream)
+			s = &p->os[i];
+	if (!s)
+		goto out; /* replaced or ended meanwhile */
+	s->unknown += unknown;
+	s->last_use = pfs_clock_s();
+	if (s->n + n > s->cap) {
+		size_t cap = s->cap ? s->cap : 1024;
+		while (cap < s->n + n)
 			cap *= 2;
-		uint64_t *o = realloc(p->order, cap * sizeof(*o));
+		uint64_t *o = realloc(s->order, cap * sizeof(*o));
 		if (!o) {
-			p->order_unknown += n;
-			pthread_mutex_unlock(&p->lock);
-			return;
+			s->unknown += n;
+			goto out;
 		}
-		p->order = o;
-		p->order_cap = cap;
+		s->order = o;
+		s->cap = cap;
+	}
+	if (s->n + n >= UINT32_MAX || os_reserve(s, n) < 0) {
+		s->unknown += n;
+		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint32_t node = PFS_PREFETCH_NODE(objs[i]);
 		if (node >= p->nfiles)
 			continue;
-		p->order[p->order_n] = objs[i];
+		s->order[s->n] = objs[i];
 		/* A file listed twice keeps its first place; a read of the
 		 * file or of any view of it moves the position. */
-		if (!p->order_index[node])
-			p->order_index[node] = (uint32_t)(p->order_n + 1);
-		p->order_n++;
+		os_put(s, node, (uint32_t)(s->n + 1));
+		s->n++;
 	}
 	p->idle_empty = 0;
 	pthread_cond_broadcast(&p->wake);
+out:
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -562,10 +772,48 @@ void pfs_prefetch_stats(struct pfs_prefetch *p, struct pfs_prefetch_stats *out)
 	pthread_mutex_lock(&p->lock);
 	*out = p->st;
 	out->inflight = p->inflight;
-	out->order_entries = p->order_n;
-	out->order_unknown = p->order_unknown;
-	out->order_position = p->order_pos;
+	out->order_entries = out->order_unknown = out->order_position = 0;
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX; i++) {
+		if (!p->os[i].id)
+			continue;
+		out->order_entries += p->os[i].n;
+		out->order_unknown += p->os[i].unknown;
+		out->order_position += p->os[i].pos;
+	}
+	out->order_streams = p->nos;
 	pthread_mutex_unlock(&p->lock);
+}
+
+static int cmp_stream(const void *a, const void *b)
+{
+	return strcmp(((const struct pfs_prefetch_stream_stats *)a)->name,
+		      ((const struct pfs_prefetch_stream_stats *)b)->name);
+}
+
+size_t pfs_prefetch_streams(struct pfs_prefetch *p, struct pfs_prefetch_stream_stats *out,
+			    size_t max)
+{
+	size_t k = 0;
+	double now = pfs_clock_s();
+	pthread_mutex_lock(&p->lock);
+	os_expire(p, now);
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX && k < max; i++) {
+		const struct ostream *s = &p->os[i];
+		if (!s->id)
+			continue;
+		struct pfs_prefetch_stream_stats *o = &out[k++];
+		memcpy(o->name, s->name, sizeof(o->name));
+		o->entries = s->n;
+		o->unknown = s->unknown;
+		o->position = s->pos;
+		o->demand_hits = s->hits;
+		o->demand_misses = s->misses;
+		o->stall_ns = s->stall_ns;
+		o->idle_s = now - s->last_use;
+	}
+	pthread_mutex_unlock(&p->lock);
+	qsort(out, k, sizeof(*out), cmp_stream);
+	return k;
 }
 
 /* The names of the prefetcher's metrics: here only (prefetch.bytes_used
@@ -582,6 +830,7 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("prefetch.order_entries", order_entries, 1),
 	ROW("prefetch.order_unknown", order_unknown, 1),
 	ROW("prefetch.order_position", order_position, 1),
+	ROW("prefetch.order_streams", order_streams, 1),
 };
 #undef ROW
 
@@ -590,4 +839,18 @@ void pfs_prefetch_collect(void *p, struct pfs_stat_list *l)
 	struct pfs_prefetch_stats st;
 	pfs_prefetch_stats(p, &st);
 	pfs_stat_list_add_rows(l, metrics, sizeof(metrics) / sizeof(metrics[0]), &st);
+	struct pfs_prefetch_stream_stats ss[PFS_PREFETCH_STREAMS_MAX];
+	size_t n = pfs_prefetch_streams(p, ss, PFS_PREFETCH_STREAMS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		const char *nm = ss[i].name;
+		pfs_stat_list_add_labeled(l, "stream.entries", nm, (double)ss[i].entries, 1);
+		pfs_stat_list_add_labeled(l, "stream.unknown", nm, (double)ss[i].unknown, 1);
+		pfs_stat_list_add_labeled(l, "stream.position", nm, (double)ss[i].position, 1);
+		pfs_stat_list_add_labeled(l, "stream.demand_hits", nm, (double)ss[i].demand_hits, 0);
+		pfs_stat_list_add_labeled(l, "stream.demand_misses", nm,
+					  (double)ss[i].demand_misses, 0);
+		pfs_stat_list_add_labeled(l, "stream.stall_seconds", nm,
+					  (double)ss[i].stall_ns / 1e9, 0);
+		pfs_stat_list_add_labeled(l, "stream.idle_seconds", nm, ss[i].idle_s, 1);
+	}
 }

@@ -56,18 +56,24 @@ void pfs_stats_inflight_end(void);
 #define PFS_STAT_NAME_MAX 64
 
 struct pfs_stat_kv {
-	const char *name; /* static storage */
+	const char *name;  /* static storage */
+	const char *label; /* NULL, or the instance (in the list's labels) */
 	double value;
-	int is_gauge;     /* Prometheus type: gauge, else counter */
+	int is_gauge;      /* Prometheus type: gauge, else counter */
 };
 
-/* Room for every metric of the daemon (about 90 today; tests/unit/
- * test_stats.c counts them). Lives on the caller's stack: zero n first. */
-#define PFS_STAT_LIST_MAX 256
+/* Room for every metric of the daemon (about 90 today, plus 7 per order
+ * stream, 64 streams at most; tests/unit/test_stats.c counts them). Lives
+ * on the caller's stack: zero n and labels_used first (= {0}). */
+#define PFS_STAT_LIST_MAX 768
+#define PFS_STAT_LABELS_BYTES 4096 /* room for the labels' text */
+#define PFS_STAT_LABEL_MAX 64      /* one label's length, at most */
 
 struct pfs_stat_list {
 	struct pfs_stat_kv kv[PFS_STAT_LIST_MAX];
 	size_t n;
+	char labels[PFS_STAT_LABELS_BYTES];
+	size_t labels_used;
 };
 
 /* A module's stats function: appends the module's values to l. ctx is the
@@ -81,6 +87,16 @@ typedef void (*pfs_stats_fn)(void *ctx, struct pfs_stat_list *l);
  * the integration tests fail on it). */
 int pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
 		      int is_gauge);
+
+/* Appends one value of one instance of a family (an order stream): name
+ * "group.field" as above, label the instance's name (copied; at most
+ * PFS_STAT_LABEL_MAX - 1 bytes of [A-Za-z0-9._:-], which neither JSON nor
+ * Prometheus must escape). JSON renders it as
+ * {"group": {"LABEL": {"field": value}}}, Prometheus as
+ * prestofs_group_field{group="LABEL"}. -ENOSPC as above (or when the labels
+ * are full), -EINVAL for a label of other bytes. */
+int pfs_stat_list_add_labeled(struct pfs_stat_list *l, const char *name, const char *label,
+			      double value, int is_gauge);
 
 /* One row of a module's table of metrics: a uint64_t member of the
  * module's snapshot struct (PFS_STAT_ROW(struct foo_stats, "foo.bar", bar, 0)). */

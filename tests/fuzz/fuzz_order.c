@@ -7,9 +7,11 @@
  *
  * Invariants: pfs_order_parse_line() splits inside its buffer, a dataset
  * path never starts with '/', a spec holds no '/'; the prefetcher's order
- * counts (entries + unknown) one per complete line that is not empty,
- * whatever the cuts between writes (a line of LINE_MAX bytes or more
- * counts once, as unknown).
+ * streams count (entries + unknown) one per complete line that is not
+ * empty, whatever the cuts between writes (a line of LINE_MAX bytes or
+ * more counts once, as unknown), except a first line "#stream NAME" with
+ * a valid NAME, which names the stream (one stream then, of that name).
+ * A fresh prefetcher per input, so streams of earlier inputs do not count.
  */
 #include <string.h>
 
@@ -37,8 +39,7 @@ static int room(void *ctx, uint64_t len, uint64_t inflight)
 
 static struct pfs_ftable *ft;
 static struct pfs_views *views;
-static struct pfs_prefetch *pf;
-static struct pfs_order *order;
+static struct pfs_epoch *ep;
 
 static void setup(void)
 {
@@ -46,8 +47,6 @@ static void setup(void)
 		"a/x.jpg", "a/y.txt", "b/c/d.JPEG", "train/n01/img 1.jpg", "top",
 		".prestofs-like/f.jpg",
 	};
-	struct pfs_epoch *ep;
-
 	pfs_log_set_level(PFS_LOG_ERR); /* bad specs are warned about */
 	ft = pfs_ftable_create();
 	if (!ft)
@@ -59,12 +58,19 @@ static void setup(void)
 	    pfs_epoch_create(pfs_ftable_count(ft), &ep) ||
 	    pfs_views_create(1, 1u << 20, &views))
 		abort();
-	struct pfs_prefetch_opts o = {.ft = ft, .epoch = ep, .block_size = 4096,
-				      .workers = 0, .window = 4, .fetch = fetch,
-				      .room = room};
-	if (pfs_prefetch_create(&o, &pf) || pfs_order_create(ft, pf, views, &order))
-		abort();
 	/* Kept for the process's life: libFuzzer runs inputs in one process. */
+}
+
+/* The stream a first line s[0..n) names, into name (NULL if none: not a
+ * "#stream " line, or a name that is not valid). */
+static const char *stream_of(const uint8_t *s, size_t n, char *name)
+{
+	if (n + 1 >= LINE_MAX_BYTES || n < 8 || memcmp(s, "#stream ", 8))
+		return NULL;
+	size_t m = s[n - 1] == '\r' ? n - 1 : n;
+	memcpy(name, s + 8, m - 8);
+	name[m - 8] = '\0'; /* and it ends at a NUL inside */
+	return pfs_prefetch_stream_name_ok(name) ? name : NULL;
 }
 
 /* 1 if the complete line s[0..n) counts in the order (known or not). */
@@ -102,30 +108,49 @@ static int counts(const uint8_t *s, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (!order)
+	if (!ft)
 		setup();
+	struct pfs_prefetch *pf;
+	struct pfs_order *order;
+	struct pfs_prefetch_opts o = {.ft = ft, .epoch = ep, .block_size = 4096,
+				      .workers = 0, .window = 4, .fetch = fetch,
+				      .room = room};
+	if (pfs_prefetch_create(&o, &pf) || pfs_order_create(ft, pf, views, &order))
+		abort();
 	size_t first = size / 3, step = 1 + size % 61;
 
-	pfs_order_write(order, 0, (const char *)data, first);
+	pfs_order_write(order, 7, 0, (const char *)data, first);
 	for (size_t off = first; off < size; off += step) {
 		size_t n = size - off < step ? size - off : step;
-		pfs_order_write(order, off, (const char *)data + off, n);
+		pfs_order_write(order, 7, off, (const char *)data + off, n);
 	}
-	uint64_t want = 0;
-	for (size_t start = 0; start < size;) {
+	uint64_t want = 0, lines = 0;
+	char name[LINE_MAX_BYTES];
+	const char *named = NULL;
+	for (size_t start = 0; start < size; lines++) {
 		const uint8_t *nl = memchr(data + start, '\n', size - start);
 		if (!nl)
 			break;
-		want += (uint64_t)counts(data + start, (size_t)(nl - data) - start);
+		size_t n = (size_t)(nl - data) - start;
+		if (lines == 0)
+			named = stream_of(data + start, n, name);
+		if (lines != 0 || !named) /* a stream line is not an entry */
+			want += (uint64_t)counts(data + start, n);
 		start = (size_t)(nl - data) + 1;
 	}
 	struct pfs_prefetch_stats st;
 	pfs_prefetch_stats(pf, &st);
+	struct pfs_prefetch_stream_stats ss[2];
+	size_t ns = pfs_prefetch_streams(pf, ss, 2);
+	FUZZ_CHECK(ns == (lines ? 1u : 0u));
+	FUZZ_CHECK(!ns || !strcmp(ss[0].name, named ? named : PFS_PREFETCH_DEFAULT_STREAM));
 	if (st.order_entries + st.order_unknown != want) {
 		fprintf(stderr, "order: %llu entries + %llu unknown, want %llu\n",
 			(unsigned long long)st.order_entries,
 			(unsigned long long)st.order_unknown, (unsigned long long)want);
 		abort();
 	}
+	pfs_order_destroy(order);
+	pfs_prefetch_destroy(pf);
 	return 0;
 }

@@ -56,12 +56,18 @@ static void test_permutations(void **state)
 	uint32_t perm[N];
 	unsigned seed = 7;
 	struct pfs_epoch *t = new_tracker(N);
+	const uint32_t k = N / PFS_EPOCH_CONFIRM_PER; /* repeats that end an epoch */
+	assert_true(k > 1 && k < PFS_EPOCH_CONFIRM_MAX);
 	for (uint64_t ep = 1; ep <= 6; ep++) {
 		shuffle(perm, N, &seed);
 		for (uint32_t i = 0; i < N; i++) {
-			assert_int_equal(pfs_epoch_note_read(t, perm[i]), ep);
-			assert_int_equal(pfs_epoch_current(t), ep);
-			assert_int_equal(pfs_epoch_files_read(t), i + 1);
+			/* The boundary shows at the k-th read of a pass; the reads
+			 * before it then count in the new epoch too. */
+			uint64_t e = ep > 1 && i + 1 < k ? ep - 1 : ep;
+			assert_int_equal(pfs_epoch_note_read(t, perm[i]), e);
+			assert_int_equal(pfs_epoch_current(t), e);
+			assert_int_equal(pfs_epoch_files_read(t), e == ep ? i + 1 : N);
+			assert_true(pfs_epoch_is_read(t, perm[i]));
 		}
 	}
 	pfs_epoch_destroy(t);
@@ -142,6 +148,41 @@ static void test_passes_and_rereads(void **state)
 	assert_int_equal(pfs_epoch_files_seen(t), N);
 	pfs_epoch_destroy(t);
 }
+/* DistributedSampler's shards: R ranks read one permutation padded to a
+ * multiple of R with its first samples (rank r: entries r, r + R, ...),
+ * interleaved. The padding repeats files late in the epoch; it must not
+ * open an epoch: after each pass the epoch is that pass's number, and the
+ * next pass opens the next one. Also at the limit of epoch.h: R = 32, the
+ * largest padding (31 files), K = 64. */
+static void ddp_passes(uint32_t n, uint32_t ranks)
+{
+	uint32_t total = (n + ranks - 1) / ranks * ranks;
+	uint32_t *perm = malloc(total * sizeof(*perm));
+	assert_non_null(perm);
+	unsigned seed = 3;
+	struct pfs_epoch *t = new_tracker(n);
+	for (uint64_t ep = 1; ep <= 4; ep++) {
+		shuffle(perm, n, &seed);
+		for (uint32_t i = n; i < total; i++)
+			perm[i] = perm[i - n]; /* the padding */
+		for (uint32_t j = 0; j < total / ranks; j++)
+			for (uint32_t r = 0; r < ranks; r++)
+				pfs_epoch_note_read(t, perm[j * ranks + r]);
+		assert_int_equal(pfs_epoch_current(t), ep);
+		assert_int_equal(pfs_epoch_files_read(t), n);
+	}
+	pfs_epoch_destroy(t);
+	free(perm);
+}
+
+static void test_ddp_padding(void **state)
+{
+	(void)state;
+	ddp_passes(1001, 4);          /* 3 padded samples, K = 15 */
+	ddp_passes(4001, 8);          /* 7, K = 62 */
+	ddp_passes(128 * 32 + 1, 32); /* 31 padded, K = 64: the limit */
+}
+
 /* ---- threads ---------------------------------------------------------- */
 
 enum { NT = 64, TN = 20000, TEPOCHS = 5 };
@@ -151,7 +192,8 @@ struct shared {
 	uint32_t perm[TEPOCHS][TN];
 	pthread_barrier_t bar;
 	uint64_t files_after[TEPOCHS];
-	int bad; /* atomic */
+	int bad;   /* atomic */
+	int early; /* atomic */
 };
 
 struct worker {
@@ -165,9 +207,14 @@ static void *worker_main(void *arg)
 	struct shared *sh = w->sh;
 	for (int ep = 0; ep < TEPOCHS; ep++) {
 		pthread_barrier_wait(&sh->bar);
-		for (uint32_t i = (uint32_t)w->id; i < TN; i += NT)
-			if (pfs_epoch_note_read(sh->t, sh->perm[ep][i]) != (uint64_t)ep + 1)
+		for (uint32_t i = (uint32_t)w->id; i < TN; i += NT) {
+			uint64_t e = pfs_epoch_note_read(sh->t, sh->perm[ep][i]);
+			/* Before the boundary is seen (K repeats): the old one. */
+			if (e == (uint64_t)ep && ep > 0)
+				__atomic_add_fetch(&sh->early, 1, __ATOMIC_RELAXED);
+			else if (e != (uint64_t)ep + 1)
 				__atomic_add_fetch(&sh->bad, 1, __ATOMIC_RELAXED);
+		}
 		pthread_barrier_wait(&sh->bar);
 		if (w->id == 0)
 			sh->files_after[ep] = pfs_epoch_files_read(sh->t);
@@ -194,6 +241,12 @@ static void test_threads(void **state)
 	for (int i = 0; i < NT; i++)
 		assert_int_equal(pthread_join(th[i], NULL), 0);
 	assert_int_equal(sh->bad, 0);
+	uint32_t k = TN / PFS_EPOCH_CONFIRM_PER;
+	if (k < 1)
+		k = 1;
+	if (k > PFS_EPOCH_CONFIRM_MAX)
+		k = PFS_EPOCH_CONFIRM_MAX;
+	assert_int_equal(sh->early, (TEPOCHS - 1) * (k - 1));
 	for (int ep = 0; ep < TEPOCHS; ep++)
 		assert_int_equal(sh->files_after[ep], TN);
 	assert_int_equal(pfs_epoch_current(sh->t), TEPOCHS);
@@ -282,17 +335,21 @@ static void test_random_rereads_one_reader(void **state)
 	assert_true(pfs_epoch_current(t) <= RREADS / RN * 5 / 4);
 	/* Then full passes. The random epoch in progress ends somewhere in
 	 * the first ones (the files it read are repeats there); once a pass
-	 * begins an epoch at its first read, every pass is exactly one. */
+	 * begins an epoch at its k-th read (k repeats end an epoch), every
+	 * pass is exactly one. */
 	uint32_t perm[RN];
+	const uint32_t k = RN / PFS_EPOCH_CONFIRM_PER;
 	int aligned = 0;
 	for (int pass = 0; pass < 8; pass++) {
 		shuffle(perm, RN, &seed);
 		uint64_t before = pfs_epoch_current(t);
-		uint64_t first = pfs_epoch_note_read(t, perm[0]);
-		for (uint32_t i = 1; i < RN; i++) {
+		uint64_t first = 0;
+		for (uint32_t i = 0; i < RN; i++) {
 			uint64_t e = pfs_epoch_note_read(t, perm[i]);
+			if (i == k - 1)
+				first = e;
 			if (aligned)
-				assert_int_equal(e, first);
+				assert_int_equal(e, i + 1 < k ? before : before + 1);
 		}
 		if (aligned) {
 			assert_int_equal(first, before + 1);
@@ -313,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_permutations),
 		cmocka_unit_test(test_transitions),
 		cmocka_unit_test(test_passes_and_rereads),
+		cmocka_unit_test(test_ddp_padding),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_random_rereads),
 		cmocka_unit_test(test_random_rereads_one_reader),

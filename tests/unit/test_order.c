@@ -33,43 +33,96 @@
 
 /* ---- the fake prefetcher ---------------------------------------------- */
 
+/* Streams by name; "the current order" is that of the stream begun last. */
+#define FAKE_STREAMS 4
+struct fake_stream {
+	char name[64];
+	uint64_t id;            /* its current order's handle; 0: unused */
+	unsigned adds;          /* pfs_prefetch_order_add calls, this order */
+	size_t n;               /* objects in its current order */
+	uint64_t *objs;         /* MAX_OBJS */
+	uint64_t unknown;       /* unknown entries in its current order */
+};
+
 static struct {
 	unsigned begins;        /* pfs_prefetch_order_begin calls */
-	unsigned adds;          /* pfs_prefetch_order_add calls, this order */
-	size_t n;               /* objects in the current order */
-	uint64_t objs[MAX_OBJS];
-	uint64_t unknown;       /* unknown entries in the current order */
-	int wrong_handle;       /* a call with a pointer other than `fake`'s */
+	unsigned finds;         /* pfs_prefetch_order_find calls */
+	struct fake_stream st[FAKE_STREAMS];
+	struct fake_stream *cur;
+	int wrong_handle;       /* a call with a pointer other than `fake`'s,
+				 * a stale handle or an empty add */
 } fake;
 
 #define FAKE_PF ((struct pfs_prefetch *)&fake)
 
-void __wrap_pfs_prefetch_order_begin(struct pfs_prefetch *p);
-void __wrap_pfs_prefetch_order_add(struct pfs_prefetch *p, const uint64_t *objs, size_t n,
-				   size_t unknown);
-
-void __wrap_pfs_prefetch_order_begin(struct pfs_prefetch *p)
+static void fake_reset(void)
 {
-	if (p != FAKE_PF)
-		fake.wrong_handle = 1;
-	fake.begins++;
-	fake.adds = 0;
-	fake.n = 0;
-	fake.unknown = 0;
+	for (int i = 0; i < FAKE_STREAMS; i++)
+		free(fake.st[i].objs);
+	memset(&fake, 0, sizeof(fake));
 }
 
-void __wrap_pfs_prefetch_order_add(struct pfs_prefetch *p, const uint64_t *objs, size_t n,
-				   size_t unknown)
+static struct fake_stream *fake_named(const char *name)
+{
+	if (!name)
+		name = PFS_PREFETCH_DEFAULT_STREAM;
+	for (int i = 0; i < FAKE_STREAMS; i++)
+		if (fake.st[i].id && !strcmp(fake.st[i].name, name))
+			return &fake.st[i];
+	return NULL;
+}
+
+uint64_t __wrap_pfs_prefetch_order_begin(struct pfs_prefetch *p, const char *name);
+uint64_t __wrap_pfs_prefetch_order_find(struct pfs_prefetch *p, const char *name);
+void __wrap_pfs_prefetch_order_add(struct pfs_prefetch *p, uint64_t stream,
+				   const uint64_t *objs, size_t n, size_t unknown);
+
+uint64_t __wrap_pfs_prefetch_order_begin(struct pfs_prefetch *p, const char *name)
 {
 	if (p != FAKE_PF)
 		fake.wrong_handle = 1;
-	fake.adds++;
+	if (name && !pfs_prefetch_stream_name_ok(name))
+		return 0;
+	struct fake_stream *s = fake_named(name);
+	for (int i = 0; !s && i < FAKE_STREAMS; i++)
+		if (!fake.st[i].id)
+			s = &fake.st[i];
+	assert_non_null(s);
+	if (!s->objs)
+		s->objs = calloc(MAX_OBJS, sizeof(*s->objs));
+	assert_non_null(s->objs);
+	snprintf(s->name, sizeof(s->name), "%s", name ? name : PFS_PREFETCH_DEFAULT_STREAM);
+	fake.begins++;
+	s->id = (uint64_t)fake.begins * FAKE_STREAMS + (uint64_t)(s - fake.st);
+	s->adds = 0;
+	s->n = 0;
+	s->unknown = 0;
+	fake.cur = s;
+	return s->id;
+}
+
+uint64_t __wrap_pfs_prefetch_order_find(struct pfs_prefetch *p, const char *name)
+{
+	if (p != FAKE_PF)
+		fake.wrong_handle = 1;
+	fake.finds++;
+	struct fake_stream *s = fake_named(name);
+	return s ? s->id : 0;
+}
+
+void __wrap_pfs_prefetch_order_add(struct pfs_prefetch *p, uint64_t stream,
+				   const uint64_t *objs, size_t n, size_t unknown)
+{
+	struct fake_stream *s = &fake.st[stream % FAKE_STREAMS];
+	if (p != FAKE_PF || !stream || s->id != stream)
+		fake.wrong_handle = 1;
+	s->adds++;
 	/* An empty call is a wasted lock round trip in the prefetcher. */
 	if (n == 0 && unknown == 0)
 		fake.wrong_handle = 1;
-	for (size_t i = 0; i < n && fake.n < MAX_OBJS; i++)
-		fake.objs[fake.n++] = objs[i];
-	fake.unknown += unknown;
+	for (size_t i = 0; i < n && s->n < MAX_OBJS; i++)
+		s->objs[s->n++] = objs[i];
+	s->unknown += unknown;
 }
 
 /* ---- fixture: a file table, a views table ------------------------------ */
@@ -119,7 +172,7 @@ static int teardown(void **state)
 
 static struct pfs_order *new_order(struct pfs_views *v)
 {
-	memset(&fake, 0, sizeof(fake));
+	fake_reset();
 	struct pfs_order *o = NULL;
 	assert_int_equal(pfs_order_create(ft, FAKE_PF, v, &o), 0);
 	assert_non_null(o);
@@ -127,21 +180,36 @@ static struct pfs_order *new_order(struct pfs_views *v)
 	return o;
 }
 
-static void write_str(struct pfs_order *o, uint64_t off, const char *s)
+#define TID 1000 /* the writer thread of most tests */
+
+static void write_tid(struct pfs_order *o, int32_t tid, uint64_t off, const char *s)
 {
-	assert_int_equal(pfs_order_write(o, off, s, strlen(s)), 0);
+	assert_int_equal(pfs_order_write(o, tid, off, s, strlen(s)), 0);
 }
 
-/* The current order is exactly objs[0..n), with `unknown` unknown lines. */
-static void expect(const uint64_t *objs, size_t n, uint64_t unknown)
+static void write_str(struct pfs_order *o, uint64_t off, const char *s)
+{
+	write_tid(o, TID, off, s);
+}
+
+/* Stream st's order is exactly objs[0..n), with `unknown` unknown lines. */
+static void expect_in(const struct fake_stream *st, const uint64_t *objs, size_t n,
+		      uint64_t unknown)
 {
 	assert_false(fake.wrong_handle);
-	assert_int_equal(fake.n, n);
+	size_t have = st ? st->n : 0;
+	assert_int_equal(have, n);
 	for (size_t i = 0; i < n; i++)
-		if (fake.objs[i] != objs[i])
+		if (st->objs[i] != objs[i])
 			fail_msg("order entry %zu: obj %#llx, want %#llx", i,
-				 (unsigned long long)fake.objs[i], (unsigned long long)objs[i]);
-	assert_int_equal(fake.unknown, unknown);
+				 (unsigned long long)st->objs[i], (unsigned long long)objs[i]);
+	assert_int_equal(st ? st->unknown : 0, unknown);
+}
+
+/* The current order (the stream begun last). */
+static void expect(const uint64_t *objs, size_t n, uint64_t unknown)
+{
+	expect_in(fake.cur, objs, n, unknown);
 }
 
 #define F(n) PFS_PREFETCH_OBJ(n, 0)
@@ -249,7 +317,7 @@ static void test_known_and_unknown(void **state)
 	assert_int_equal(fake.begins, 1);
 	EXPECT(5, F(n_x), F(n_top), F(n_d), F(n_sp), F(n_top));
 	/* One write, one call. */
-	assert_int_equal(fake.adds, 1);
+	assert_int_equal(fake.cur->adds, 1);
 	pfs_order_destroy(o);
 	pfs_order_destroy(NULL);
 }
@@ -269,12 +337,12 @@ static void test_partial_lines(void **state)
 	struct pfs_order *o = new_order(views);
 	write_str(o, 0, "a/x");
 	/* Nothing complete yet: no call at all. */
-	assert_int_equal(fake.begins, 1);
-	assert_int_equal(fake.adds, 0);
-	EXPECT_NONE(0);
+	assert_int_equal(fake.begins, 0);
 	write_str(o, 3, ".jp");
-	EXPECT_NONE(0);
+	assert_int_equal(fake.begins, 0);
 	write_str(o, 6, "g\nto");
+	assert_int_equal(fake.begins, 1);
+	assert_int_equal(fake.cur->adds, 1);
 	EXPECT(0, F(n_x));
 	write_str(o, 10, "p\r");
 	EXPECT(0, F(n_x));
@@ -299,15 +367,15 @@ static void test_any_cut(void **state)
 	const size_t len = strlen(text);
 	struct pfs_order *o = new_order(views);
 	write_str(o, 0, text);
-	size_t n = fake.n;
-	uint64_t objs[16], unknown = fake.unknown;
+	size_t n = fake.cur->n;
+	uint64_t objs[16], unknown = fake.cur->unknown;
 	assert_int_equal(n, 5);
 	assert_int_equal(unknown, 2);
-	memcpy(objs, fake.objs, n * sizeof(objs[0]));
+	memcpy(objs, fake.cur->objs, n * sizeof(objs[0]));
 	for (size_t step = 1; step <= 13; step++) {
 		for (size_t off = 0; off < len; off += step) {
 			size_t k = len - off < step ? len - off : step;
-			assert_int_equal(pfs_order_write(o, off, text + off, k), 0);
+			assert_int_equal(pfs_order_write(o, TID, off, text + off, k), 0);
 		}
 		expect(objs, n, unknown);
 	}
@@ -326,18 +394,95 @@ static void test_new_order_replaces(void **state)
 	write_str(o, 0, "top\n");
 	assert_int_equal(fake.begins, 2);
 	EXPECT(0, F(n_top));
-	/* A truncation too, without a write. */
 	write_str(o, 4, "b/c/d.JPEG\na/");
 	EXPECT(0, F(n_top), F(n_d));
-	pfs_order_reset(o);
+	/* A truncation drops the partial line too; the order begins with the
+	 * next write's first line (which may name a stream). */
+	pfs_order_reset(o, TID);
+	assert_int_equal(fake.begins, 2);
+	write_str(o, 0, "x.jpg\ntop\n"); /* would be "a/x.jpg" had the partial stayed */
 	assert_int_equal(fake.begins, 3);
-	EXPECT_NONE(0);
-	write_str(o, 2, "x.jpg\ntop\n"); /* would be "a/x.jpg" had the partial stayed */
 	EXPECT(1, F(n_top));
-	/* An empty write at 0 is still a new order. */
-	assert_int_equal(pfs_order_write(o, 0, "", 0), 0);
+	/* An empty write at 0 begins nothing yet; a blank first line begins
+	 * an empty order. */
+	assert_int_equal(pfs_order_write(o, TID, 0, "", 0), 0);
+	assert_int_equal(fake.begins, 3);
+	write_str(o, 0, "\n");
 	assert_int_equal(fake.begins, 4);
 	EXPECT_NONE(0);
+	assert_string_equal(fake.cur->name, PFS_PREFETCH_DEFAULT_STREAM);
+	pfs_order_destroy(o);
+}
+
+/* "#stream NAME" as the first line picks the stream; anywhere else it is
+ * a path (unknown); a bad name is counted and the order goes to the
+ * unnamed stream. */
+static void test_stream_line(void **state)
+{
+	(void)state;
+	struct pfs_order *o = new_order(views);
+	write_str(o, 0, "#stream rank0-pid7\na/x.jpg\n#stream rank1\ntop\n");
+	assert_int_equal(fake.begins, 1);
+	assert_string_equal(fake.cur->name, "rank0-pid7");
+	EXPECT(1, F(n_x), F(n_top));
+	/* The same name again: that stream's next order, nothing else moves. */
+	write_tid(o, TID + 1, 0, "a/y.txt\n");
+	struct fake_stream *def = fake.cur;
+	assert_string_equal(def->name, PFS_PREFETCH_DEFAULT_STREAM);
+	write_str(o, 0, "#stream rank0-pid7\r\ntop\n");
+	assert_string_equal(fake.cur->name, "rank0-pid7");
+	EXPECT(0, F(n_top));
+	expect_in(def, (const uint64_t[]){F(n_y)}, 1, 0);
+	/* Cut across writes: the name is taken when its line is complete. */
+	write_str(o, 0, "#str");
+	write_str(o, 4, "eam r2\nb/c/d.JPEG\n");
+	assert_string_equal(fake.cur->name, "r2");
+	EXPECT(0, F(n_d));
+	/* Not a valid name: unknown, the unnamed stream. */
+	write_str(o, 0, "#stream bad name\na/x.jpg\n");
+	assert_ptr_equal(fake.cur, def);
+	EXPECT(1, F(n_x));
+	write_str(o, 0, "#stream \ntop\n");
+	assert_ptr_equal(fake.cur, def);
+	EXPECT(1, F(n_top));
+	/* "#stream default" is the unnamed stream. */
+	write_str(o, 0, "#stream default\na/y.txt\n");
+	assert_ptr_equal(fake.cur, def);
+	EXPECT(0, F(n_y));
+	/* Without a prefix space it is a path. */
+	write_str(o, 0, "#streamx\n");
+	assert_ptr_equal(fake.cur, def);
+	EXPECT_NONE(1);
+	pfs_order_destroy(o);
+}
+
+/* Two writers (DDP ranks) writing their orders in pieces at the same time:
+ * each piece goes to its writer's stream, by thread id. */
+static void test_writers_interleaved(void **state)
+{
+	(void)state;
+	struct pfs_order *o = new_order(views);
+	write_tid(o, 11, 0, "#stream r0\na/x");
+	write_tid(o, 22, 0, "#stream r1\nto");
+	write_tid(o, 11, 14, ".jpg\nto");
+	write_tid(o, 22, 13, "p\na/y.txt\n");
+	write_tid(o, 11, 20, "p\n");
+	struct fake_stream *r0 = fake_named("r0"), *r1 = fake_named("r1");
+	assert_non_null(r0);
+	assert_non_null(r1);
+	expect_in(r0, (const uint64_t[]){F(n_x), F(n_top)}, 2, 0);
+	expect_in(r1, (const uint64_t[]){F(n_top), F(n_y)}, 2, 0);
+	/* A truncation by one writer leaves the other's partial line alone. */
+	write_tid(o, 11, 0, "#stream r0\nb/c/");
+	write_tid(o, 22, 23, "b/c/");
+	pfs_order_reset(o, 11);
+	write_tid(o, 22, 27, "d.JPEG\n");
+	expect_in(r1, (const uint64_t[]){F(n_top), F(n_y), F(n_d)}, 3, 0);
+	expect_in(r0, NULL, 0, 0);
+	/* A writer never seen, past offset 0: the unnamed stream, appended. */
+	write_tid(o, 33, 0, "top\n");
+	write_tid(o, 44, 100, "a/y.txt\n");
+	expect_in(fake_named(NULL), (const uint64_t[]){F(n_top), F(n_y)}, 2, 0);
 	pfs_order_destroy(o);
 }
 
@@ -350,29 +495,29 @@ static void test_long_lines(void **state)
 	/* The longest line kept: LINE_MAX_BYTES - 1 bytes, leading '/'s then top. */
 	memset(buf, '/', LINE_MAX_BYTES - 1 - 3);
 	memcpy(buf + LINE_MAX_BYTES - 1 - 3, "top\n", 4);
-	assert_int_equal(pfs_order_write(o, 0, buf, LINE_MAX_BYTES), 0);
+	assert_int_equal(pfs_order_write(o, TID, 0, buf, LINE_MAX_BYTES), 0);
 	EXPECT(0, F(n_top));
 	/* ... and with a '\r' that is dropped. */
 	memcpy(buf + LINE_MAX_BYTES - 1 - 4, "top\r\n", 5);
-	assert_int_equal(pfs_order_write(o, 1, buf, LINE_MAX_BYTES), 0);
+	assert_int_equal(pfs_order_write(o, TID, 1, buf, LINE_MAX_BYTES), 0);
 	EXPECT(0, F(n_top), F(n_top));
 	/* One byte more: unknown, counted once, and the next line is intact. */
 	memset(buf, '/', LINE_MAX_BYTES - 3);
 	memcpy(buf + LINE_MAX_BYTES - 3, "top\na/x.jpg\n", 12);
-	assert_int_equal(pfs_order_write(o, 2, buf, LINE_MAX_BYTES + 9), 0);
+	assert_int_equal(pfs_order_write(o, TID, 2, buf, LINE_MAX_BYTES + 9), 0);
 	EXPECT(1, F(n_top), F(n_top), F(n_x));
 	/* Far longer, across three writes: still one unknown. */
 	memset(buf, 'q', 3 * LINE_MAX_BYTES);
-	assert_int_equal(pfs_order_write(o, 3, buf, LINE_MAX_BYTES + 7), 0);
-	assert_int_equal(pfs_order_write(o, 4, buf, LINE_MAX_BYTES), 0);
+	assert_int_equal(pfs_order_write(o, TID, 3, buf, LINE_MAX_BYTES + 7), 0);
+	assert_int_equal(pfs_order_write(o, TID, 4, buf, LINE_MAX_BYTES), 0);
 	EXPECT(1, F(n_top), F(n_top), F(n_x));
 	buf[5] = '\n';
 	memcpy(buf + 6, "a/y.txt\n", 8);
-	assert_int_equal(pfs_order_write(o, 5, buf, 14), 0);
+	assert_int_equal(pfs_order_write(o, TID, 5, buf, 14), 0);
 	EXPECT(2, F(n_top), F(n_top), F(n_x), F(n_y));
 	/* A new order forgets an over-long partial line. */
 	memset(buf, 'q', 2 * LINE_MAX_BYTES);
-	assert_int_equal(pfs_order_write(o, 6, buf, 2 * LINE_MAX_BYTES), 0);
+	assert_int_equal(pfs_order_write(o, TID, 6, buf, 2 * LINE_MAX_BYTES), 0);
 	write_str(o, 0, "top\n");
 	EXPECT(0, F(n_top));
 	pfs_order_destroy(o);
@@ -440,16 +585,16 @@ static void test_batches(void **state)
 	}
 	assert_true(nwant > 600);
 	struct pfs_order *o = new_order(views);
-	assert_int_equal(pfs_order_write(o, 0, text, len), 0);
+	assert_int_equal(pfs_order_write(o, TID, 0, text, len), 0);
 	expect(want, nwant, unknown);
 	/* Handed over in batches as the lines are read: more than one call
 	 * (so the flush inside the write ran), not one call per line. */
-	assert_true(fake.adds >= 2);
-	assert_true(fake.adds <= nwant / 64);
+	assert_true(fake.cur->adds >= 2);
+	assert_true(fake.cur->adds <= nwant / 64);
 	/* Unknown lines alone are still reported. */
 	write_str(o, 0, "missing\nmissing\nmissing\n");
 	EXPECT_NONE(3);
-	assert_int_equal(fake.adds, 1);
+	assert_int_equal(fake.cur->adds, 1);
 	pfs_order_destroy(o);
 	free(want);
 	free(text);
@@ -459,14 +604,17 @@ static void test_batches(void **state)
 static void test_no_prefetcher(void **state)
 {
 	(void)state;
-	memset(&fake, 0, sizeof(fake));
+	fake_reset();
 	struct pfs_order *o = NULL;
 	assert_int_equal(pfs_order_create(ft, NULL, views, &o), 0);
-	write_str(o, 0, "a/x.jpg\nmissing\ntop");
+	write_str(o, 0, "#stream r0\na/x.jpg\nmissing\ntop");
 	write_str(o, 19, "\n");
-	pfs_order_reset(o);
+	write_tid(o, 5, 7, "top\n");
+	pfs_order_reset(o, TID);
 	assert_int_equal(fake.begins, 0);
-	assert_int_equal(fake.adds, 0);
+	assert_int_equal(fake.finds, 0);
+	for (int i = 0; i < FAKE_STREAMS; i++)
+		assert_int_equal(fake.st[i].adds, 0);
 	pfs_order_destroy(o);
 }
 
@@ -480,6 +628,7 @@ static const char group[] = "top\nmissing\na/x.jpg\n";
 struct writer {
 	struct pfs_order *o;
 	pthread_barrier_t *start;
+	int32_t tid;
 };
 
 static void *writer_main(void *arg)
@@ -491,7 +640,7 @@ static void *writer_main(void *arg)
 		memcpy(buf + len, group, sizeof(group) - 1);
 	pthread_barrier_wait(w->start);
 	for (int i = 0; i < WRITES; i++)
-		if (pfs_order_write(w->o, 1 + (uint64_t)i, buf, len))
+		if (pfs_order_write(w->o, w->tid, 1 + (uint64_t)i, buf, len))
 			abort();
 	return NULL;
 }
@@ -503,23 +652,27 @@ static void test_concurrent_writers(void **state)
 	write_str(o, 0, "a/y.txt\n");
 	pthread_t th[WRITERS];
 	pthread_barrier_t start;
-	struct writer w = {.o = o, .start = &start};
+	struct writer w[WRITERS];
 	pthread_barrier_init(&start, NULL, WRITERS);
-	for (int i = 0; i < WRITERS; i++)
-		assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w), 0);
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (struct writer){.o = o, .start = &start, .tid = 2000 + i};
+		assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+	}
 	for (int i = 0; i < WRITERS; i++)
 		assert_int_equal(pthread_join(th[i], NULL), 0);
 	pthread_barrier_destroy(&start);
 	assert_int_equal(fake.begins, 1);
-	assert_int_equal(fake.n, 1 + 2 * WRITERS * WRITES * REPEAT);
-	assert_int_equal(fake.unknown, WRITERS * WRITES * REPEAT);
-	assert_int_equal(fake.objs[0], F(n_y));
+	struct fake_stream *c = fake.cur;
+	assert_int_equal(c->n, 1 + 2 * WRITERS * WRITES * REPEAT);
+	assert_int_equal(c->unknown, WRITERS * WRITES * REPEAT);
+	assert_int_equal(c->objs[0], F(n_y));
 	/* Each write's lines stay together: top then x.jpg. */
-	for (size_t i = 1; i < fake.n; i += 2) {
-		assert_int_equal(fake.objs[i], F(n_top));
-		assert_int_equal(fake.objs[i + 1], F(n_x));
+	for (size_t i = 1; i < c->n; i += 2) {
+		assert_int_equal(c->objs[i], F(n_top));
+		assert_int_equal(c->objs[i + 1], F(n_x));
 	}
 	pfs_order_destroy(o);
+	fake_reset();
 }
 
 int main(void)
@@ -531,6 +684,8 @@ int main(void)
 		cmocka_unit_test(test_partial_lines),
 		cmocka_unit_test(test_any_cut),
 		cmocka_unit_test(test_new_order_replaces),
+		cmocka_unit_test(test_stream_line),
+		cmocka_unit_test(test_writers_interleaved),
 		cmocka_unit_test(test_long_lines),
 		cmocka_unit_test(test_views),
 		cmocka_unit_test(test_batches),

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -110,7 +111,7 @@ static size_t drain(struct fixture *f)
 static void read_file(struct fixture *f, uint32_t node)
 {
 	pfs_epoch_note_read(f->ep, node);
-	pfs_prefetch_on_read(f->p, node, 100, 0, 100);
+	pfs_prefetch_on_read(f->p, node, 100, 0, 100, NULL);
 }
 
 static void test_order_exact_and_windowed(void **state)
@@ -119,8 +120,8 @@ static void test_order_exact_and_windowed(void **state)
 	uint64_t order[20];
 	for (int i = 0; i < 20; i++)
 		order[i] = f->small[(i * 7) % NSMALL]; /* a permutation prefix */
-	pfs_prefetch_order_begin(f->p);
-	pfs_prefetch_order_add(f->p, order, 20, 0);
+	uint64_t sid = pfs_prefetch_order_begin(f->p, NULL);
+	pfs_prefetch_order_add(f->p, sid, order, 20, 0);
 	/* Nothing read yet: exactly the first `window` entries, in order. */
 	assert_int_equal(drain(f), 5);
 	for (int i = 0; i < 5; i++)
@@ -137,14 +138,125 @@ static void test_order_exact_and_windowed(void **state)
 	assert_int_equal(s.order_position, 4);
 }
 
+static const struct pfs_prefetch_stream_stats *stream_named(
+	const struct pfs_prefetch_stream_stats *ss, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(ss[i].name, name))
+			return &ss[i];
+	fail_msg("no stream %s", name);
+	return NULL;
+}
+
+/* DDP ranks: one stream each (disjoint shards of one permutation, the
+ * last padded with rank 0's first sample). The workers take the streams
+ * in turn; a read moves only its own stream; the padded sample read at the
+ * end of rank 3's shard is rank 3's; counters are per stream. */
+static void test_streams(void **state)
+{
+	struct fixture *f = *state;
+	enum { R = 4, SH = 10 };
+	uint64_t shard[R][SH + 1];
+	uint64_t id[R];
+	char name[R][8];
+	for (int r = 0; r < R; r++) {
+		for (int i = 0; i < SH; i++)
+			shard[r][i] = f->small[r + R * i];
+		snprintf(name[r], sizeof(name[r]), "r%d", r);
+		id[r] = pfs_prefetch_order_begin(f->p, name[r]);
+		assert_true(id[r] != 0);
+	}
+	shard[R - 1][SH] = shard[0][0]; /* the padding */
+	for (int r = 0; r < R; r++)
+		pfs_prefetch_order_add(f->p, id[r], shard[r], r == R - 1 ? SH + 1 : SH, 0);
+	/* Every stream's window (5), the streams in turn. */
+	assert_int_equal(drain(f), R * 5);
+	for (int k = 0; k < R * 5; k++)
+		assert_int_equal(f->got_node[k], shard[k % R][k / R]);
+	/* Rank 1 reads 3 files: only its window moves. */
+	struct pfs_prefetch_demand hit = {1, 0, 0}, miss = {0, 1, 2000000};
+	for (int i = 0; i < 3; i++) {
+		pfs_epoch_note_read(f->ep, (uint32_t)shard[1][i]);
+		pfs_prefetch_on_read(f->p, (uint32_t)shard[1][i], 100, 0, 100, &hit);
+	}
+	assert_int_equal(drain(f), 3);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(f->got_node[R * 5 + k], shard[1][5 + k]);
+	pfs_prefetch_on_read(f->p, (uint32_t)shard[2][0], 100, 0, 100, &miss);
+	/* Rank 0 reads its first sample; rank 3 its shard, then the padding:
+	 * rank 3's position reaches the end, rank 0's stays at 1. */
+	pfs_prefetch_on_read(f->p, (uint32_t)shard[0][0], 100, 0, 100, &hit);
+	for (int i = 0; i <= SH; i++)
+		pfs_prefetch_on_read(f->p, (uint32_t)shard[3][i], 100, 0, 100, &hit);
+	struct pfs_prefetch_stream_stats ss[PFS_PREFETCH_STREAMS_MAX];
+	size_t n = pfs_prefetch_streams(f->p, ss, PFS_PREFETCH_STREAMS_MAX);
+	assert_int_equal(n, R);
+	const struct pfs_prefetch_stream_stats *s0 = stream_named(ss, n, "r0"),
+		*s1 = stream_named(ss, n, "r1"), *s2 = stream_named(ss, n, "r2"),
+		*s3 = stream_named(ss, n, "r3");
+	assert_int_equal(s0->position, 1);
+	assert_int_equal(s0->demand_hits, 1);
+	assert_int_equal(s1->position, 3);
+	assert_int_equal(s1->demand_hits, 3);
+	assert_int_equal(s1->demand_misses, 0);
+	assert_int_equal(s2->position, 1);
+	assert_int_equal(s2->demand_misses, 1);
+	assert_int_equal(s2->stall_ns, 2000000);
+	assert_int_equal(s3->position, SH + 1);
+	assert_int_equal(s3->demand_hits, SH + 1);
+	assert_int_equal(s3->entries, SH + 1);
+	assert_true(s0->idle_s >= 0 && s0->idle_s < 60);
+	/* Rank 1's next epoch: its stream alone starts over. */
+	uint64_t stale = id[1];
+	id[1] = pfs_prefetch_order_begin(f->p, "r1");
+	assert_true(id[1] != stale);
+	pfs_prefetch_order_add(f->p, id[1], shard[1], 2, 0);
+	n = pfs_prefetch_streams(f->p, ss, PFS_PREFETCH_STREAMS_MAX);
+	assert_int_equal(n, R);
+	assert_int_equal(stream_named(ss, n, "r1")->entries, 2);
+	assert_int_equal(stream_named(ss, n, "r1")->demand_hits, 0);
+	assert_int_equal(stream_named(ss, n, "r3")->position, SH + 1);
+	/* An old handle adds nothing. */
+	pfs_prefetch_order_add(f->p, stale, shard[2], 3, 0);
+	assert_int_equal(pfs_prefetch_streams(f->p, ss, PFS_PREFETCH_STREAMS_MAX), R);
+	struct pfs_prefetch_stats st;
+	pfs_prefetch_stats(f->p, &st);
+	assert_int_equal(st.order_streams, R);
+	assert_int_equal(st.order_entries, 2 + SH + SH + SH + 1);
+	/* At most PFS_PREFETCH_STREAMS_MAX: a new one ends one of them. */
+	for (int i = 0; i < PFS_PREFETCH_STREAMS_MAX; i++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "s%d", i);
+		assert_true(pfs_prefetch_order_begin(f->p, nm) != 0);
+	}
+	pfs_prefetch_stats(f->p, &st);
+	assert_int_equal(st.order_streams, PFS_PREFETCH_STREAMS_MAX);
+	n = pfs_prefetch_streams(f->p, ss, PFS_PREFETCH_STREAMS_MAX);
+	assert_int_equal(n, PFS_PREFETCH_STREAMS_MAX);
+	stream_named(ss, n, "s63");
+	/* Names: the unnamed stream is "default"; bad ones are refused. */
+	assert_int_equal(pfs_prefetch_order_begin(f->p, "a b"), 0);
+	assert_int_equal(pfs_prefetch_order_begin(f->p, ""), 0);
+	assert_true(pfs_prefetch_order_find(f->p, "s63") != 0);
+	assert_int_equal(pfs_prefetch_order_find(f->p, "nope"), 0);
+	uint64_t d = pfs_prefetch_order_begin(f->p, NULL);
+	assert_int_equal(pfs_prefetch_order_find(f->p, PFS_PREFETCH_DEFAULT_STREAM), d);
+	char longname[PFS_PREFETCH_STREAM_NAME_MAX + 2];
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_false(pfs_prefetch_stream_name_ok(longname));
+	longname[PFS_PREFETCH_STREAM_NAME_MAX] = '\0';
+	assert_true(pfs_prefetch_stream_name_ok(longname));
+}
+
 static void test_reader_ahead_skips_consumed(void **state)
 {
 	struct fixture *f = *state;
 	uint64_t order[20];
 	for (int i = 0; i < 20; i++)
 		order[i] = f->small[i];
-	pfs_prefetch_order_begin(f->p);
-	pfs_prefetch_order_add(f->p, order, 20, 0);
+	uint64_t sid = pfs_prefetch_order_begin(f->p, NULL);
+	pfs_prefetch_order_add(f->p, sid, order, 20, 0);
 	read_file(f, (uint32_t)order[9]); /* the reader jumped ahead: 0..9 are past */
 	assert_int_equal(drain(f), 5);
 	for (int i = 0; i < 5; i++)
@@ -159,12 +271,12 @@ static void test_new_order_cancels_old(void **state)
 		a[i] = f->small[i];
 		b[i] = f->small[39 - i];
 	}
-	pfs_prefetch_order_begin(f->p);
-	pfs_prefetch_order_add(f->p, a, 10, 0);
+	uint64_t sid = pfs_prefetch_order_begin(f->p, NULL);
+	pfs_prefetch_order_add(f->p, sid, a, 10, 0);
 	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
 	assert_int_equal(f->got_node[0], a[0]);
-	pfs_prefetch_order_begin(f->p); /* the next epoch's order */
-	pfs_prefetch_order_add(f->p, b, 10, 2);
+	sid = pfs_prefetch_order_begin(f->p, NULL); /* the next epoch's order */
+	pfs_prefetch_order_add(f->p, sid, b, 10, 2);
 	assert_int_equal(drain(f), 5);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(f->got_node[1 + i], b[i]);
@@ -180,15 +292,15 @@ static void test_readahead_first_and_growing(void **state)
 	uint64_t order[10];
 	for (int i = 0; i < 10; i++)
 		order[i] = f->small[i];
-	pfs_prefetch_order_begin(f->p);
-	pfs_prefetch_order_add(f->p, order, 10, 0);
+	uint64_t sid = pfs_prefetch_order_begin(f->p, NULL);
+	pfs_prefetch_order_add(f->p, sid, order, 10, 0);
 	uint64_t size = 40 * BS;
 	/* First read: no readahead yet (could be a random reader). */
-	pfs_prefetch_on_read(f->p, f->big, size, 0, BS);
+	pfs_prefetch_on_read(f->p, f->big, size, 0, BS, NULL);
 	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
 	assert_int_equal(f->got_node[0], order[0]);
 	/* Sequential: the next blocks are fetched before the order's. */
-	pfs_prefetch_on_read(f->p, f->big, size, BS, BS);
+	pfs_prefetch_on_read(f->p, f->big, size, BS, BS, NULL);
 	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
 	assert_int_equal(f->got_node[1], f->big);
 	assert_int_equal(f->got_blk[1], 2);
@@ -198,7 +310,7 @@ static void test_readahead_first_and_growing(void **state)
 	/* Keep reading: the window grows, blocks come in sequence. */
 	size_t before = f->ngot;
 	for (uint64_t b = 2; b < 6; b++)
-		pfs_prefetch_on_read(f->p, f->big, size, b * BS, BS);
+		pfs_prefetch_on_read(f->p, f->big, size, b * BS, BS, NULL);
 	drain(f);
 	uint64_t next = 4, ra = 0;
 	for (size_t i = before; i < f->ngot && i < 512; i++) {
@@ -217,7 +329,7 @@ static void test_random_reader_gets_no_readahead(void **state)
 	uint64_t size = 40 * BS;
 	static const uint64_t blocks[] = {17, 3, 29, 8, 33, 12, 1, 25};
 	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
-		pfs_prefetch_on_read(f->p, f->big, size, blocks[i] * BS + 10, 100);
+		pfs_prefetch_on_read(f->p, f->big, size, blocks[i] * BS + 10, 100, NULL);
 	struct pfs_prefetch_stats s;
 	drain(f);
 	pfs_prefetch_stats(f->p, &s);
@@ -230,8 +342,8 @@ static void test_interleaved_readers_are_sequential(void **state)
 	uint64_t size = 40 * BS;
 	/* Two workers reading one file, each sequentially, interleaved. */
 	for (uint64_t k = 0; k < 3; k++) {
-		pfs_prefetch_on_read(f->p, f->big, size, k * BS, BS);
-		pfs_prefetch_on_read(f->p, f->big, size, (20 + k) * BS, BS);
+		pfs_prefetch_on_read(f->p, f->big, size, k * BS, BS, NULL);
+		pfs_prefetch_on_read(f->p, f->big, size, (20 + k) * BS, BS, NULL);
 	}
 	drain(f);
 	struct pfs_prefetch_stats s;
@@ -249,8 +361,8 @@ static void test_no_room_no_fetch(void **state)
 {
 	struct fixture *f = *state;
 	uint64_t order[3] = {f->small[0], f->small[1], f->small[2]};
-	pfs_prefetch_order_begin(f->p);
-	pfs_prefetch_order_add(f->p, order, 3, 0);
+	uint64_t sid = pfs_prefetch_order_begin(f->p, NULL);
+	pfs_prefetch_order_add(f->p, sid, order, 3, 0);
 	f->room = 0;
 	assert_int_equal(pfs_prefetch_run_once(f->p), 0);
 	assert_int_equal(f->ngot, 0);
@@ -286,8 +398,8 @@ static void test_view_objects_fetched_whole(void **state)
 	struct fixture *f = *state;
 	/* A view of the 40-block file is one item; the file itself is 40. */
 	uint64_t order[2] = {PFS_PREFETCH_OBJ(f->big, 3), PFS_PREFETCH_OBJ(f->small[0], 1)};
-	pfs_prefetch_order_begin(f->p);
-	pfs_prefetch_order_add(f->p, order, 2, 0);
+	uint64_t sid = pfs_prefetch_order_begin(f->p, NULL);
+	pfs_prefetch_order_add(f->p, sid, order, 2, 0);
 	assert_int_equal(drain(f), 2);
 	assert_int_equal(f->got_node[0], f->big);
 	assert_int_equal(f->got_view[0], 3);
@@ -306,8 +418,8 @@ static void test_cached_items_skipped(void **state)
 	struct fixture *f = *state;
 	uint64_t order[3] = {f->small[0], f->small[1], f->small[2]};
 	f->cached_node = f->small[1];
-	pfs_prefetch_order_begin(f->p);
-	pfs_prefetch_order_add(f->p, order, 3, 0);
+	uint64_t sid = pfs_prefetch_order_begin(f->p, NULL);
+	pfs_prefetch_order_add(f->p, sid, order, 3, 0);
 	assert_int_equal(drain(f), 2);
 	assert_int_equal(f->got_node[0], f->small[0]);
 	assert_int_equal(f->got_node[1], f->small[2]);
@@ -369,20 +481,26 @@ static void *reader_main(void *arg)
 	struct fixture *f = r->l->f;
 	uint64_t order[NSMALL];
 	for (int round = 0; round < 40; round++) {
-		if (r->id == 0 && round % 8 == 0) { /* a loader writing orders */
+		if (r->id < 2 && round % 8 == r->id) { /* two loaders writing orders */
 			for (int i = 0; i < NSMALL; i++)
 				order[i] = f->small[(i * 7 + round) % NSMALL];
-			pfs_prefetch_order_begin(r->p);
-			pfs_prefetch_order_add(r->p, order, NSMALL / 2, 1);
-			pfs_prefetch_order_add(r->p, order + NSMALL / 2, NSMALL / 2, 0);
+			uint64_t sid = pfs_prefetch_order_begin(r->p, r->id ? "r1" : NULL);
+			pfs_prefetch_order_add(r->p, sid, order, NSMALL / 2, 1);
+			pfs_prefetch_order_add(r->p, sid, order + NSMALL / 2, NSMALL / 2, 0);
 		}
+		struct pfs_prefetch_demand d = {1, 1, 1000};
 		for (int i = r->id; i < NSMALL; i += 3) {
 			pfs_epoch_note_read(f->ep, f->small[i]);
-			pfs_prefetch_on_read(r->p, f->small[i], 100, 0, 100);
+			pfs_prefetch_on_read(r->p, f->small[i], 100, 0, 100, i % 2 ? &d : NULL);
+		}
+		if (r->id == 2 && round % 4 == 0) { /* a stats reader */
+			struct pfs_prefetch_stream_stats ss[4];
+			if (pfs_prefetch_streams(r->p, ss, 4) > 2)
+				abort();
 		}
 		/* A sequential reader of the big file: readahead streams. */
 		uint64_t off = (uint64_t)(round % 40) * BS;
-		pfs_prefetch_on_read(r->p, f->big, 40 * BS, off, BS);
+		pfs_prefetch_on_read(r->p, f->big, 40 * BS, off, BS, NULL);
 		struct pfs_prefetch_stats st;
 		pfs_prefetch_stats(r->p, &st);
 	}
@@ -431,6 +549,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_order_exact_and_windowed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_streams, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reader_ahead_skips_consumed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_order_cancels_old, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readahead_first_and_growing, setup, teardown),

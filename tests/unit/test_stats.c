@@ -135,6 +135,50 @@ static void test_rows(void **state)
 /* ---- the modules' stats functions ---- */
 
 /* Each name in want[] is in l, and l holds nothing else. */
+/* Instances of a family (order streams): nested by label in JSON, a label
+ * in Prometheus with one TYPE line per family; bad labels refused. */
+static void test_labeled(void **state)
+{
+	(void)state;
+	struct pfs_stat_list l = {.n = 0};
+	assert_int_equal(pfs_stat_list_add_labeled(&l, "stream.entries", "r1", 7, 1), 0);
+	assert_int_equal(pfs_stat_list_add(&l, "y", 3, 1), 0);
+	assert_int_equal(pfs_stat_list_add_labeled(&l, "stream.position", "r0", 2, 1), 0);
+	assert_int_equal(pfs_stat_list_add(&l, "x.a", 1, 0), 0);
+	assert_int_equal(pfs_stat_list_add_labeled(&l, "stream.entries", "r0", 5, 1), 0);
+	assert_int_equal(pfs_stat_list_add_labeled(&l, "stream.entries", "bad\"", 1, 1), -EINVAL);
+	assert_int_equal(pfs_stat_list_add_labeled(&l, "stream.entries", "", 1, 1), -EINVAL);
+	assert_int_equal(pfs_stat_list_add_labeled(&l, "stream.entries", "a b", 1, 1), -EINVAL);
+	assert_int_equal(l.n, 5);
+	char txt[1024];
+	pfs_stats_render_json(&l, txt, sizeof(txt));
+	assert_string_equal(txt, "{\n  \"stream\": {\"r0\": {\"entries\": 5,\n  \"position\": 2},"
+				 "\n  \"r1\": {\"entries\": 7}},\n  \"x\": {\"a\": 1},\n  \"y\": 3\n}\n");
+	pfs_stats_render_prometheus(&l, txt, sizeof(txt));
+	assert_string_equal(txt, "# TYPE prestofs_stream_entries gauge\n"
+				 "prestofs_stream_entries{stream=\"r0\"} 5\n"
+				 "prestofs_stream_entries{stream=\"r1\"} 7\n"
+				 "# TYPE prestofs_stream_position gauge\n"
+				 "prestofs_stream_position{stream=\"r0\"} 2\n"
+				 "# TYPE prestofs_x_a_total counter\n"
+				 "prestofs_x_a_total 1\n"
+				 "# TYPE prestofs_y gauge\n"
+				 "prestofs_y 3\n");
+	/* The labels' room runs out cleanly. */
+	static struct pfs_stat_list full;
+	full.n = 0;
+	full.labels_used = 0;
+	char name[PFS_STAT_LABEL_MAX];
+	int rc = 0, k;
+	for (k = 0; k < 1000 && rc == 0; k++) {
+		snprintf(name, sizeof(name), "s%0*d", PFS_STAT_LABEL_MAX - 8, k);
+		rc = pfs_stat_list_add_labeled(&full, "stream.entries", name, k, 1);
+	}
+	assert_int_equal(rc, -ENOSPC);
+	assert_int_equal(full.n, (size_t)k - 1);
+	assert_true(full.labels_used <= PFS_STAT_LABELS_BYTES);
+}
+
 static void expect_names(const struct pfs_stat_list *l, const char *const *want, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -278,16 +322,22 @@ static void test_prefetch_names(void **state)
 	struct modules m;
 	modules_create(&m);
 	uint64_t objs[] = {PFS_PREFETCH_OBJ(1, 0), PFS_PREFETCH_OBJ(2, 0)};
-	pfs_prefetch_order_begin(m.p);
-	pfs_prefetch_order_add(m.p, objs, 2, 1);
+	uint64_t sid = pfs_prefetch_order_begin(m.p, "rank3");
+	pfs_prefetch_order_add(m.p, sid, objs, 2, 1);
 	struct pfs_stat_list l = {.n = 0};
 	pfs_prefetch_collect(m.p, &l);
 	expect_names(&l, NAMES("prefetch.inflight", "prefetch.blocks", "prefetch.bytes",
 			       "prefetch.errors", "prefetch.readahead_blocks",
 			       "prefetch.background_files", "prefetch.skipped_cached",
 			       "prefetch.order_entries", "prefetch.order_unknown",
-			       "prefetch.order_position"));
+			       "prefetch.order_position", "prefetch.order_streams",
+			       "stream.entries", "stream.unknown", "stream.position",
+			       "stream.demand_hits", "stream.demand_misses",
+			       "stream.stall_seconds", "stream.idle_seconds"));
 	assert_true(find(&l, "prefetch.order_unknown")->value == 1);
+	assert_true(find(&l, "prefetch.order_streams")->value == 1);
+	assert_true(find(&l, "stream.entries")->value == 2);
+	assert_string_equal(find(&l, "stream.entries")->label, "rank3");
 	assert_true(find(&l, "prefetch.order_unknown")->is_gauge);
 	modules_destroy(&m);
 }
@@ -322,7 +372,7 @@ static void test_all_sources_fit(void **state)
 	pfs_epoch_collect(m.ep, &l);
 	pfs_prefetch_collect(m.p, &l);
 	assert_int_equal(own, 12 + 14);  /* origin 6, ram 4, coalesced, listing, fuse 14 */
-	assert_int_equal(l.n, own + 15 + 15 + 3 + 10);
+	assert_int_equal(l.n, own + 15 + 15 + 3 + 11);
 	assert_true(l.n + OTHER_SOURCES_ROOM <= PFS_STAT_LIST_MAX);
 	for (size_t i = 0; i < l.n; i++) {
 		if (!valid_name(l.kv[i].name))
@@ -348,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_list_add),
 		cmocka_unit_test(test_list_full),
 		cmocka_unit_test(test_json_nesting_and_order),
+		cmocka_unit_test(test_labeled),
 		cmocka_unit_test(test_prometheus),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_rows),
