@@ -10,14 +10,14 @@ processes), one epoch. The shuffle is a RandomSampler seeded with S.
 
 --hint MOUNT: the epoch's order goes to MOUNT/.prestofs/order before the
 first batch is asked for (paths relative to the mount root, one per line),
-through contrib/prestofs_order.py's OrderedSampler when it exists, else
-through the small fallback below (same behaviour).
+through the prestofs package's OrderedSampler (python/) when it exists,
+else through the small fallback below (same behaviour).
 
 --deadline: stop taking batches after that many seconds (a slow scenario
 then measures a prefix of the epoch; "partial" in the output).
 
 Prints one JSON line: images, seconds, images_per_s, partial, hint (how the
-order was given: "contrib", "fallback", "unsupported: ..." or "none"),
+order was given: "package", "fallback", "unsupported: ..." or "none"),
 listing_s. --order-out writes the sampled order (relative paths) to FILE so
 the caller can count the bytes of the images read.
 """
@@ -105,9 +105,9 @@ def main():
     hint = "none"
     if a.hint:
         try:
-            sys.path.insert(0, str(REPO / "contrib"))
-            from prestofs_order import OrderedSampler  # noqa: E402
-            hint = "contrib"
+            sys.path.insert(0, str(REPO / "python"))
+            from prestofs import OrderedSampler  # noqa: E402
+            hint = "package"
         except ImportError:
             OrderedSampler = _FallbackOrderedSampler
             hint = "fallback"
@@ -128,8 +128,8 @@ def main():
     del it
     if hint == "fallback" and sampler.error:
         hint = f"failed: {sampler.error}"
-    elif hint == "contrib" and sampler.last_written is None:
-        hint = "failed (contrib: not written)"
+    elif hint == "package" and sampler.last_written is None:
+        hint = "failed (package: not written)"
     if a.order_out:
         order = recorder.order
         root = os.path.abspath(a.root)

@@ -5,8 +5,10 @@ the mount root, one per line, UTF-8, '\\n'-terminated) to MOUNT/.prestofs/order;
 a write at offset 0 starts a new order; lines are taken as they arrive; the
 daemon fetches in exactly that order, at most `prefetch_window` files ahead
 of the reader's position (the highest order index read so far); unknown
-paths are skipped and counted. Plus contrib/prestofs_order.py (the PyTorch
-OrderedSampler and write_order) and epoch tracking without hints.
+paths are skipped and counted. Plus the Python package's OrderedSampler
+(python/prestofs) in a real DataLoader, and epoch tracking without hints.
+The package's own tests (stream names, the bytes it writes, samplers,
+streams side by side) are in python/tests.
 
 No test depends on timing to pass: every wait polls the stats with a
 deadline and the verdict comes from counters (stats, nginx access log) and
@@ -14,7 +16,6 @@ bytes. A wait that runs out only means the assertion after it fails, with
 the stats in the message.
 """
 import errno
-import logging
 import os
 import random
 import sys
@@ -28,8 +29,8 @@ from helpers.compare import drop_page_cache, read_all
 from helpers.dataset import make_flat, make_imagefolder
 from helpers.manifest import NAME as MANIFEST, write_manifest
 
-sys.path.insert(0, str(REPO_ROOT / "contrib"))
-import prestofs_order  # noqa: E402  (imports no torch)
+sys.path.insert(0, str(REPO_ROOT / "python"))
+import prestofs  # noqa: E402  (imports no torch)
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
@@ -368,7 +369,7 @@ def test_new_order_replaces_the_old(flat, nginx, mount):
     assert stat(s2, "ram.misses") - stat(s1, "ram.misses") <= TOL, pick(s2)
 
 
-# -- (d) contrib/prestofs_order.py in a real DataLoader ---------------------
+# -- (d) prestofs.OrderedSampler in a real DataLoader -----------------------
 
 TF = transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
 
@@ -393,7 +394,7 @@ def test_ordered_sampler_dataloader(tmp_path, nginx, mount):
     assert n == 200
     g = torch.Generator()
     g.manual_seed(11)
-    sampler = prestofs_order.OrderedSampler(torch.utils.data.RandomSampler(ds, generator=g), ds)
+    sampler = prestofs.OrderedSampler(torch.utils.data.RandomSampler(ds, generator=g), ds)
     assert len(sampler) == n
     dl = torch.utils.data.DataLoader(ds, batch_size=8, sampler=sampler, num_workers=2)
 
@@ -417,6 +418,9 @@ def test_ordered_sampler_dataloader(tmp_path, nginx, mount):
     assert sampler.last_written == n
     assert stat(s_mid, "prefetch.order_entries") == n, pick(s_mid)
     assert stat(s_mid, "prefetch.order_unknown") == 0, pick(s_mid)
+    mine = prestofs.stream_stats(m.path, sampler.stream)
+    assert mine is not None and mine["entries"] == n and mine["unknown"] == 0, \
+        (sampler.stream, s_mid.get("stream"))
     for batch in it:
         seen += check(batch)
     s_end = m.stats()
@@ -543,89 +547,3 @@ def test_epochs_counted_without_hints(flat, nginx, mount):
     assert stat(s2, "epoch.number") == 2, pick(s2)
     # The RAM tier holds the whole data set: pass 2 costs the origin nothing.
     assert stat(s2, "origin.requests") == stat(s1, "origin.requests"), pick(s2)
-
-
-# -- contrib helper alone (no daemon needed: a stand-in mount root) ----------
-
-def _fake_mount(tmp_path):
-    root = tmp_path / "fakemnt"
-    (root / ".prestofs" / "views" / "small" / "cls").mkdir(parents=True)
-    (root / "train" / "cls").mkdir(parents=True)
-    for n in ("a.jpg", "b c.jpg", "ü.jpg"):
-        (root / "train" / "cls" / n).write_bytes(b"x")
-    (root / ".prestofs" / "views" / "small" / "cls" / "v.jpg").write_bytes(b"x")
-    return root
-
-
-def test_helper_finds_root_and_writes_relative_paths(tmp_path, monkeypatch):
-    root = _fake_mount(tmp_path)
-    assert prestofs_order.find_mount_root(root / "train" / "cls" / "a.jpg") == str(root)
-    assert prestofs_order.find_mount_root(root / "train") == str(root)
-    view = root / ".prestofs" / "views" / "small" / "cls" / "v.jpg"
-    assert prestofs_order.find_mount_root(view) == str(root)
-    assert prestofs_order.find_mount_root(tmp_path / "elsewhere" / "x") is None
-    paths = [root / "train" / "cls" / "b c.jpg", str(view), "train/cls/ü.jpg",
-             str(root) + "/train/./cls/../cls/a.jpg"]
-    assert prestofs_order.write_order(None, paths) == 4
-    text = (root / ".prestofs" / "order").read_bytes().decode("utf-8")
-    assert text == ("train/cls/b c.jpg\n.prestofs/views/small/cls/v.jpg\n"
-                    "train/cls/ü.jpg\ntrain/cls/a.jpg\n")
-    # Relative to the current directory, with a relative mount root.
-    monkeypatch.chdir(tmp_path)
-    assert prestofs_order.write_order("fakemnt", ["fakemnt/train/cls/a.jpg"]) == 1
-    assert (root / ".prestofs" / "order").read_text() == "train/cls/a.jpg\n"
-
-
-def test_ordered_sampler_writes_each_epoch(tmp_path, monkeypatch):
-    root = _fake_mount(tmp_path)
-    monkeypatch.chdir(root)
-    ds = datasets.ImageFolder("train", loader=str)   # relative root: made absolute
-    g = torch.Generator()
-    g.manual_seed(3)
-    s = prestofs_order.OrderedSampler(torch.utils.data.RandomSampler(ds, generator=g), ds)
-    assert len(s) == 3
-    for _ in range(3):
-        idx = list(s)
-        assert sorted(idx) == [0, 1, 2]
-        lines = (root / ".prestofs" / "order").read_text("utf-8").splitlines()
-        assert lines == ["train/" + os.path.relpath(ds.samples[i][0], "train") for i in idx]
-    # A view: paths stay relative to the mount root.
-    vds = datasets.ImageFolder(str(root / ".prestofs" / "views" / "small"), loader=str)
-    vs = prestofs_order.OrderedSampler(torch.utils.data.SequentialSampler(vds), vds)
-    assert list(vs) == [0]
-    assert (root / ".prestofs" / "order").read_text() == ".prestofs/views/small/cls/v.jpg\n"
-    # Subset and path_of.
-    sub = torch.utils.data.Subset(ds, [2, 0])
-    ss = prestofs_order.OrderedSampler(torch.utils.data.SequentialSampler(sub), sub,
-                                       mount_root=root)
-    assert list(ss) == [0, 1] and ss.last_written == 2
-    assert (root / ".prestofs" / "order").read_text().splitlines() == \
-        [os.path.relpath(ds.samples[i][0], root) for i in (2, 0)]
-    ps = prestofs_order.OrderedSampler([1, 0], None, root, path_of=lambda i: ["x", "y"][i])
-    assert list(ps) == [1, 0]
-    assert (root / ".prestofs" / "order").read_text() == "y\nx\n"
-
-
-def test_ordered_sampler_never_fails_training(tmp_path, caplog):
-    root = _fake_mount(tmp_path)
-    (root / ".prestofs" / "order").mkdir()          # open('w') -> EISDIR
-    ds = datasets.ImageFolder(str(root / "train"), loader=str)
-    s = prestofs_order.OrderedSampler(torch.utils.data.SequentialSampler(ds), ds)
-    with caplog.at_level(logging.WARNING, logger="prestofs_order"):
-        assert list(s) == [0, 1, 2]
-        assert list(s) == [0, 1, 2]
-    assert s.last_written is None
-    warnings = [r for r in caplog.records if r.name == "prestofs_order"]
-    assert len(warnings) == 1, [r.getMessage() for r in warnings]
-    # Not on a prestofs mount at all: plain indices, no exception.
-    plain = tmp_path / "plain" / "cls"
-    plain.mkdir(parents=True)
-    (plain / "p.jpg").write_bytes(b"x")
-    pds = datasets.ImageFolder(str(plain.parent), loader=str)
-    ps = prestofs_order.OrderedSampler(torch.utils.data.SequentialSampler(pds), pds)
-    assert list(ps) == [0] and ps.last_written is None
-    assert prestofs_order.write_order(tmp_path / "plain", ["cls/p.jpg"]) is None
-    with pytest.raises(OSError):
-        prestofs_order.write_order(tmp_path / "plain", ["cls/p.jpg"], strict=True)
-    with pytest.raises(TypeError):
-        prestofs_order.OrderedSampler([0], [object()])
