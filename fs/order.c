@@ -19,7 +19,9 @@
  * 0 on (the kernel sends no opens here, see fs.c, so a writer is known
  * only by the thread id of its requests). */
 struct session {
-	int32_t tid;              /* 0: a free slot */
+	int used;                 /* 0: a free slot */
+	int32_t tid;              /* the writer (0 when the kernel could not
+				   * name it: another pid namespace) */
 	uint64_t stream;          /* its prefetch stream; 0 before the first line */
 	int started;              /* the first line was taken */
 	uint64_t last;            /* a clock for replacement */
@@ -63,7 +65,7 @@ void pfs_order_destroy(struct pfs_order *o)
 static struct session *find(struct pfs_order *o, int32_t tid)
 {
 	for (int i = 0; i < SESSIONS; i++)
-		if (o->s[i].tid == tid)
+		if (o->s[i].used && o->s[i].tid == tid)
 			return &o->s[i];
 	return NULL;
 }
@@ -74,13 +76,15 @@ static struct session *begin(struct pfs_order *o, int32_t tid)
 {
 	struct session *s = find(o, tid);
 	for (int i = 0; !s && i < SESSIONS; i++)
-		if (!o->s[i].tid)
+		if (!o->s[i].used)
 			s = &o->s[i];
-	for (int i = 0; !s && i < SESSIONS; i++)
-		if (!s || o->s[i].last < s->last)
-			s = &o->s[i];
-	if (!s)
+	if (!s) {
 		s = &o->s[0];
+		for (int i = 1; i < SESSIONS; i++)
+			if (o->s[i].last < s->last)
+				s = &o->s[i];
+	}
+	s->used = 1;
 	s->tid = tid;
 	s->stream = 0;
 	s->started = 0;
@@ -94,7 +98,7 @@ void pfs_order_reset(struct pfs_order *o, int32_t tid)
 	pthread_mutex_lock(&o->lock);
 	struct session *s = find(o, tid);
 	if (s)
-		s->tid = 0; /* its next write starts a new order */
+		s->used = 0; /* its next write starts a new order */
 	pthread_mutex_unlock(&o->lock);
 }
 

@@ -220,6 +220,23 @@ static void expect(const uint64_t *objs, size_t n, uint64_t unknown)
 	} while (0)
 #define EXPECT_NONE(unknown) expect(NULL, 0, unknown)
 
+/* More writers than sessions (64): the one written least recently loses
+ * its partial line, the others keep theirs. */
+static void test_many_writers(void **state)
+{
+	(void)state;
+	struct pfs_order *o = new_order(views);
+	for (int32_t t = 1; t <= 64; t++)
+		write_tid(o, t, 0, "#stream r1\n");
+	write_tid(o, 1, 0, "#stream r0\ntop\na/"); /* 1: now the most recent */
+	write_tid(o, 65, 0, "#stream r1\n");        /* the 65th: 2 goes */
+	write_tid(o, 1, 19, "x.jpg\n");
+	expect_in(fake_named("r0"), (const uint64_t[]){F(n_top), F(n_x)}, 2, 0);
+	write_tid(o, 2, 11, "top\n"); /* 2 lost its order: the unnamed stream's */
+	expect_in(fake_named(NULL), (const uint64_t[]){F(n_top)}, 1, 0);
+	pfs_order_destroy(o);
+}
+
 /* ---- pfs_order_parse_line ---------------------------------------------- */
 
 struct parse_case {
@@ -479,6 +496,11 @@ static void test_writers_interleaved(void **state)
 	write_tid(o, 22, 27, "d.JPEG\n");
 	expect_in(r1, (const uint64_t[]){F(n_top), F(n_y), F(n_d)}, 3, 0);
 	expect_in(r0, NULL, 0, 0);
+	/* Writers the kernel cannot name (thread id 0: another pid
+	 * namespace) are one writer: still whole lines and orders. */
+	write_tid(o, 0, 0, "#stream r0\na/x");
+	write_tid(o, 0, 13, ".jpg\n");
+	expect_in(r0, (const uint64_t[]){F(n_x)}, 1, 0);
 	/* A writer never seen, past offset 0: the unnamed stream, appended. */
 	write_tid(o, 33, 0, "top\n");
 	write_tid(o, 44, 100, "a/y.txt\n");
@@ -686,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_new_order_replaces),
 		cmocka_unit_test(test_stream_line),
 		cmocka_unit_test(test_writers_interleaved),
+		cmocka_unit_test(test_many_writers),
 		cmocka_unit_test(test_long_lines),
 		cmocka_unit_test(test_views),
 		cmocka_unit_test(test_batches),
