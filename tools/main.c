@@ -270,7 +270,7 @@ int main(int argc, char **argv)
 		ret = 0;
 		goto out_opts;
 	}
-	pfs_log_set_level(o.debug ? PFS_LOG_DEBUG : PFS_LOG_INFO);
+	pfs_log_set_level(o.debug ? PFS_LOG_DEBUG : o.log_level);
 	pfs_log_route_fuse();
 	if (!o.foreground && fork_daemon() < 0) {
 		fprintf(stderr, "prestofs: fork: %s\n", strerror(errno));

@@ -35,6 +35,7 @@ enum kind {
 	K_COMPRESS, /* ssd_compress + ssd_zstd_level */
 	K_FRACTION, /* double 0..1, or a percentage */
 	K_RATE,     /* uint64_t bytes/s, "0" or "none" for no cap */
+	K_LOGLEVEL, /* enum pfs_log_level, by util/log.h's names */
 };
 
 /* The sections of the file, in the order the help and the example show. */
@@ -56,7 +57,8 @@ struct key {
 	size_t off;
 	uint64_t min, max;         /* K_SIZE, K_UINT */
 	const char *hint;          /* what a valid value looks like; NULL:
-				    * the names of K_POLICY, K_RESIDENT */
+				    * the names of K_POLICY, K_RESIDENT,
+				    * K_LOGLEVEL */
 };
 
 #define ZSTD_LEVEL_DEFAULT 3
@@ -135,6 +137,9 @@ static const struct key keys[] = {
 	 S_MOUNT, K_FLAG, OFF(allow_other), 0, 0, "yes or no"},
 	{DOC("default_permissions", "no", NULL, "let the kernel check file modes"),
 	 S_MOUNT, K_FLAG, OFF(default_permissions), 0, 0, "yes or no"},
+	{DOC("log_level", "info", "LEVEL",
+	     "log messages of this level and more severe (-d: debug)"),
+	 S_MOUNT, K_LOGLEVEL, OFF(log_level), 0, 0, NULL},
 };
 #undef DOC
 #undef DOC_UNSET
@@ -222,6 +227,12 @@ static const char *resident_name(int e)
 	return pfs_resident_name((enum pfs_resident)e);
 }
 
+static const char *log_level_name(int e)
+{
+	const char *n = pfs_log_level_name((enum pfs_log_level)e);
+	return n ? n : "?";
+}
+
 const char *pfs_opts_key_hint(size_t i, char *buf, size_t cap)
 {
 	if (!cap)
@@ -232,6 +243,8 @@ const char *pfs_opts_key_hint(size_t i, char *buf, size_t cap)
 		names_hint(policy_name, buf, cap);
 	else if (keys[i].kind == K_RESIDENT)
 		names_hint(resident_name, buf, cap);
+	else if (keys[i].kind == K_LOGLEVEL)
+		names_hint(log_level_name, buf, cap);
 	else
 		snprintf(buf, cap, "%s", keys[i].hint);
 	return buf;
@@ -411,6 +424,10 @@ int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 		return 0;
 	case K_RESIDENT:
 		if (pfs_resident_parse(value, (enum pfs_resident *)field))
+			goto bad;
+		return 0;
+	case K_LOGLEVEL:
+		if (pfs_log_level_parse(value, (enum pfs_log_level *)field))
 			goto bad;
 		return 0;
 	case K_COMPRESS: {

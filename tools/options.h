@@ -32,6 +32,7 @@ struct fuse_args;
  * SSD tier's compression: the cache's own enums (their names are parsed by
  * cache/policy.h; the compression modes' names live in the table). */
 #include "../cache/policy.h" /* enum pfs_policy, enum pfs_resident */
+#include "../util/log.h"     /* enum pfs_log_level */
 #include "../cache/ssd.h"    /* enum pfs_ssd_compress */
 
 struct pfs_opts {
@@ -65,6 +66,7 @@ struct pfs_opts {
 	uint64_t view_max_pixels; /* views: decompression-bomb limit, pixels */
 	uint64_t view_workers;   /* views: transform threads, 0 = one per CPU */
 	uint64_t max_threads;  /* FUSE worker threads */
+	enum pfs_log_level log_level; /* -d: debug, whatever this says */
 	int allow_other, default_permissions;
 	/* Internal to pfs_opts_parse(): bit i set when key i (table order)
 	 * was given with -o, so that the file does not override it. */

@@ -1,5 +1,6 @@
 /* log.c - see log.h. Messages are formatted into one buffer and written
  * with a single call so lines from different threads don't interleave. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -23,6 +24,25 @@ static const int syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 void pfs_log_set_level(enum pfs_log_level level)
 {
 	pfs_log_threshold = level;
+}
+
+/* As -o log_level spells them. */
+static const char *const option_names[] = {"error", "warn", "info", "debug"};
+
+int pfs_log_level_parse(const char *s, enum pfs_log_level *out)
+{
+	for (int i = 0; i < (int)(sizeof(option_names) / sizeof(option_names[0])); i++)
+		if (!strcmp(s, option_names[i])) {
+			*out = (enum pfs_log_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *pfs_log_level_name(enum pfs_log_level level)
+{
+	return (unsigned)level < sizeof(option_names) / sizeof(option_names[0]) ?
+	       option_names[level] : NULL;
 }
 
 void pfs_log_use_syslog(int on)

@@ -21,6 +21,10 @@ enum pfs_log_level {
 extern int pfs_log_threshold;
 
 void pfs_log_set_level(enum pfs_log_level level);
+/* Level names: "error", "warn", "info", "debug". parse: 0, or -EINVAL for
+ * another string (*out untouched). name: NULL past debug. Pure. */
+int pfs_log_level_parse(const char *s, enum pfs_log_level *out);
+const char *pfs_log_level_name(enum pfs_log_level level);
 /* Send messages to syslog (ident "prestofs") instead of stderr. */
 void pfs_log_use_syslog(int on);
 /* Route libfuse's fuse_log() into this module. */

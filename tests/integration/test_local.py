@@ -238,6 +238,8 @@ def _run_expect_fail(argv, tmp_path, timeout=20):
     ("timeout=abc", "timeout"),
     ("retries=-1", "retries"),
     ("block_size=banana", "block_size"),
+    ("log_level=loud", "log_level"),
+    ("log_level=DEBUG", "log_level"),
 ])
 def test_bad_option(dataset, tmp_path, prestofs_bin, opt, name):
     for argv in ([str(prestofs_bin), "-f", "-o", opt, str(dataset), str(tmp_path / "mnt")],
@@ -245,6 +247,21 @@ def test_bad_option(dataset, tmp_path, prestofs_bin, opt, name):
         rc, out = _run_expect_fail(argv, tmp_path)
         assert rc != 0, out
         assert name in out, f"message does not name {name!r}: {out!r}"
+
+
+@pytest.mark.parametrize("level,info,debug", [
+    ("debug", True, True), ("info", True, False), ("warn", False, False),
+    ("error", False, False),
+])
+def test_log_level(dataset, mount, level, info, debug):
+    """-o log_level: the mount's info line (the listing) and the debug line
+    (what the kernel offered) appear exactly from the levels that include
+    them; the mount works at every level."""
+    m = mount(str(dataset), {"log_level": level}, name=f"mnt-{level}")
+    assert sorted(os.listdir(m.path)) == sorted(os.listdir(dataset))
+    out = m.stderr_text(100000)
+    assert ("entries," in out) == info, (level, out)
+    assert ("kernel: no_open=" in out) == debug, (level, out)
 
 
 def test_missing_origin_dir(tmp_path, prestofs_bin):

@@ -108,7 +108,7 @@ static void test_table_sections(void **state)
 		{"origin_bandwidth", "prefetch"},
 		{"view_max_pixels", "views"}, {"view_workers", "views"},
 		{"max_threads", "mount"}, {"allow_other", "mount"},
-		{"default_permissions", "mount"},
+		{"default_permissions", "mount"}, {"log_level", "mount"},
 	};
 	size_t n = sizeof(want) / sizeof(want[0]);
 	assert_int_equal(pfs_opts_nkeys(), n);
