@@ -5,6 +5,7 @@
  * origin or a malformed listing fails before the mountpoint changes.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -29,6 +30,7 @@
 #include "../cache/epoch.h"
 #include "../prefetch/prefetch.h"
 #include "../util/log.h"
+#include "../util/notify.h"
 #include "../util/clock.h"
 #include "../util/stats.h"
 #include "../util/memtrim.h"
@@ -193,6 +195,20 @@ static int fork_daemon(void)
 }
 
 /* The mount is up: detach from the terminal and release the parent. */
+/* The mount is in place: a service manager (systemd Type=notify) may
+ * start what needs it. From the process that serves the mount, so its pid
+ * goes along (after daemon_ready() it is not the one systemd started). */
+static void notify_ready(const char *mountpoint)
+{
+	char state[PATH_MAX + 64];
+	snprintf(state, sizeof(state), "READY=1\nMAINPID=%ld\nSTATUS=mounted at %s",
+		 (long)getpid(), mountpoint);
+	int rc = pfs_notify(state);
+	if (rc < 0)
+		pfs_warn("NOTIFY_SOCKET is set, but READY=1 could not be sent: %s",
+			 strerror(-rc));
+}
+
 static void daemon_ready(void)
 {
 	pfs_log_use_syslog(1);
@@ -341,6 +357,7 @@ int main(int argc, char **argv)
 		goto out_signals;
 	if (!o.foreground)
 		daemon_ready();
+	notify_ready(o.mountpoint);
 	lcfg = fuse_loop_cfg_create();
 	if (!lcfg)
 		goto out_unmount;
@@ -351,6 +368,8 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_max_threads(lcfg, (unsigned)o.max_threads);
 	fuse_loop_cfg_set_idle_threads(lcfg, (unsigned)(o.max_threads / 4 + 1));
 	ret = fuse_session_loop_mt(se, lcfg) != 0;
+	if (pfs_notify("STOPPING=1") < 0)
+		pfs_debug("service manager: STOPPING=1 not sent");
 	fuse_loop_cfg_destroy(lcfg);
 	pfs_memtrim_stop();
 out_unmount:
