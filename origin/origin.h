@@ -24,6 +24,8 @@ struct pfs_origin_opts {
 	const char *endpoint; /* S3 endpoint URL, NULL: AWS */
 	const char *region;   /* S3 region, NULL: us-east-1 */
 	int s3_path_style;    /* S3: http://endpoint/bucket/key addressing */
+	/* S3 identity (origin/s3/awscred.h): NULL, NULL: the usual chain. */
+	const char *aws_profile, *aws_credentials_file;
 	double timeout;       /* seconds per attempt, > 0 */
 	int retries;          /* attempts after the first, >= 0 */
 	uint64_t bandwidth;   /* HTTP/S3: bytes/s cap on data read, 0: none */

@@ -295,6 +295,7 @@ int main(int argc, char **argv)
 
 	struct pfs_origin_opts oo = {
 		.manifest = o.manifest, .endpoint = o.endpoint, .region = o.region,
+		.aws_profile = o.aws_profile, .aws_credentials_file = o.aws_credentials_file,
 		.s3_path_style = o.s3_path_style, .timeout = o.timeout,
 		.retries = (int)o.retries, .bandwidth = o.origin_bandwidth,
 		.allow_empty = o.allow_empty,

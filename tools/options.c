@@ -86,6 +86,14 @@ static const struct key keys[] = {
 	{DOC("allow_empty", "no", NULL,
 	     "S3: a prefix with no objects mounts as an empty directory, not an error"),
 	 S_ORIGIN, K_FLAG, OFF(allow_empty), 0, 0, "yes or no"},
+	{DOC_UNSET("aws_profile", "NAME",
+		   "S3: the profile in the credentials or config file; wins over AWS_* variables",
+		   "training"),
+	 S_ORIGIN, K_STR, OFF(aws_profile), 0, 0, "a profile name"},
+	{DOC_UNSET("aws_credentials_file", "PATH",
+		   "S3: the shared credentials file; wins over AWS_* variables",
+		   "/etc/prestofs/aws-credentials"),
+	 S_ORIGIN, K_PATH, OFF(aws_credentials_file), 0, 0, "an absolute path, or none"},
 	{DOC("timeout", "10", "SECONDS", "time limit of each attempt of an origin request"),
 	 S_ORIGIN, K_SECONDS, OFF(timeout), 0, 0, "seconds above 0, like 10 or 2.5"},
 	{DOC("retries", "5", "N", "attempts after the first before a read fails"),
@@ -178,6 +186,8 @@ void pfs_opts_finish(struct pfs_opts *o)
 	free(o->manifest);
 	free(o->endpoint);
 	free(o->region);
+	free(o->aws_profile);
+	free(o->aws_credentials_file);
 	free(o->ssd_dir);
 	memset(o, 0, sizeof(*o));
 }

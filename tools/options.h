@@ -43,6 +43,7 @@ struct pfs_opts {
 	int show_help, show_version;
 	/* [origin] */
 	char *manifest, *endpoint, *region; /* owned, or NULL */
+	char *aws_profile, *aws_credentials_file; /* owned, or NULL */
 	int s3_path_style;
 	int allow_empty;       /* S3: a prefix with no objects mounts empty */
 	double timeout;        /* seconds per origin attempt */

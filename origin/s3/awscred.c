@@ -250,85 +250,118 @@ static int parse_ini(const char *buf, size_t len, const char *profile,
 	return found;
 }
 
-static int from_file(const char *const *envp, struct pfs_awscred *c,
-		     int *matched, char *err, size_t errcap)
+/* Looks for section `sect` in the file at path (explicit: named by an
+ * option or a variable, so a missing file is an error). Returns 1 with
+ * the keys set (and c->source), 0 when the file or the section is not
+ * there (or, with allow_empty, the section has no keys), or an error. */
+static int from_file(const char *path, int explicit_path, const char *sect,
+		     int allow_empty, struct pfs_awscred *c, char *err, size_t errcap)
 {
-	const char *path = env_nonempty(envp, "AWS_SHARED_CREDENTIALS_FILE");
-	const char *profile = env_nonempty(envp, "AWS_PROFILE");
-	int explicit_path = path != NULL;
-	char *def = NULL, *buf = NULL;
+	char *buf = NULL;
 	struct span ak, sk, tok;
 	size_t len = 0;
-	int rc;
+	int rc = read_file(path, &buf, &len);
 
-	*matched = 0;
-	if (!path) {
-		const char *home = env_nonempty(envp, "HOME");
-
-		if (!home)
-			return 0;
-		if (asprintf(&def, "%s/.aws/credentials", home) < 0)
-			return -ENOMEM;
-		path = def;
-	}
-	rc = read_file(path, &buf, &len);
-	if (rc == -ENOENT && !explicit_path && !profile) {
-		rc = 0;
-		goto out_def;
-	}
+	if (rc == -ENOENT && !explicit_path)
+		return 0;
 	if (rc) {
 		errf(err, errcap, "%s: %s", path, strerror(-rc));
-		goto out_def;
+		return rc;
 	}
-	rc = parse_ini(buf, len, profile ? profile : "default", &ak, &sk,
-		       &tok, err, errcap);
+	rc = parse_ini(buf, len, sect, &ak, &sk, &tok, err, errcap);
 	if (rc == -EINVAL) {
 		/* Prefix the path to the line message. */
 		char tmp[256];
 
 		snprintf(tmp, sizeof(tmp), "%s", err);
 		errf(err, errcap, "%s: %s", path, tmp);
-		goto out_buf;
+		goto out;
 	}
-	if (rc == 0 && !profile)
-		goto out_buf; /* no [default]: anonymous */
-	if (rc == 0) {
-		errf(err, errcap, "%s: no profile [%s] (AWS_PROFILE)", path,
-		     profile);
-		rc = -EINVAL;
-		goto out_buf;
+	if (rc == 0 || (allow_empty && !ak.n && !sk.n)) {
+		rc = 0; /* not here */
+		goto out;
 	}
 	if (!ak.n || !sk.n) {
-		errf(err, errcap, "%s: profile [%s] lacks %s", path,
-		     profile ? profile : "default",
+		errf(err, errcap, "%s: [%s] lacks %s", path, sect,
 		     ak.n ? "aws_secret_access_key" : "aws_access_key_id");
 		rc = -EINVAL;
-		goto out_buf;
+		goto out;
 	}
 	rc = set_keys(c, ak.p, ak.n, sk.p, sk.n, tok.p, tok.n);
-	if (rc)
-		goto out_buf;
-	if (asprintf(&c->source, "%s [%s]", path,
-		     profile ? profile : "default") < 0) {
+	if (!rc && asprintf(&c->source, "%s [%s]", path, sect) < 0) {
 		c->source = NULL;
 		rc = -ENOMEM;
-		goto out_buf;
 	}
-	*matched = 1;
-out_buf:
+	if (!rc)
+		rc = 1;
+out:
 	explicit_bzero(buf, len);
 	free(buf);
-out_def:
-	free(def);
 	return rc;
 }
 
-int pfs_awscred_load(const char *const *envp, struct pfs_awscred **out,
-		     char *err, size_t errcap)
+/* Step 2 (and 0): the profile in the credentials file, else in the config
+ * file. `named`: a profile or a file was asked for by name (an option or
+ * AWS_PROFILE), so finding no keys is an error. */
+static int from_files(const struct pfs_awscred_opts *o, const char *const *envp,
+		      struct pfs_awscred *c, int *matched, char *err, size_t errcap)
+{
+	const char *profile = o && o->profile ? o->profile : env_nonempty(envp, "AWS_PROFILE");
+	const char *cred = o && o->credentials_file ? o->credentials_file :
+			   env_nonempty(envp, "AWS_SHARED_CREDENTIALS_FILE");
+	const char *conf = env_nonempty(envp, "AWS_CONFIG_FILE");
+	const char *home = env_nonempty(envp, "HOME");
+	int named = profile || (o && (o->profile || o->credentials_file));
+	char *cred_def = NULL, *conf_def = NULL, *sect = NULL;
+	int rc = 0;
+
+	*matched = 0;
+	if (!profile)
+		profile = "default";
+	if ((!cred && home && asprintf(&cred_def, "%s/.aws/credentials", home) < 0) ||
+	    (!conf && home && asprintf(&conf_def, "%s/.aws/config", home) < 0)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (cred || cred_def) {
+		rc = from_file(cred ? cred : cred_def, cred != NULL, profile, 0, c, err, errcap);
+		if (rc)
+			goto out;
+	}
+	/* The config file names profiles "[profile NAME]", but "[default]". */
+	if (asprintf(&sect, strcmp(profile, "default") ? "profile %s" : "%s", profile) < 0) {
+		sect = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (conf || conf_def) {
+		rc = from_file(conf ? conf : conf_def, conf != NULL, sect, 1, c, err, errcap);
+		if (rc)
+			goto out;
+	}
+	if (named)
+		errf(err, errcap, "no keys for profile [%s] in %s or %s", profile,
+		     cred ? cred : cred_def ? cred_def : "(no credentials file: HOME unset)",
+		     conf ? conf : conf_def ? conf_def : "(no config file)");
+	rc = named ? -EINVAL : 0;
+out:
+	if (rc == 1) {
+		*matched = 1;
+		rc = 0;
+	}
+	free(cred_def);
+	free(conf_def);
+	free(sect);
+	return rc;
+}
+
+int pfs_awscred_load(const struct pfs_awscred_opts *opts, const char *const *envp,
+		     struct pfs_awscred **out, char *err, size_t errcap)
 {
 	const char *ak = env_nonempty(envp, "AWS_ACCESS_KEY_ID");
 	const char *sk = env_nonempty(envp, "AWS_SECRET_ACCESS_KEY");
 	const char *tok = env_nonempty(envp, "AWS_SESSION_TOKEN");
+	int by_option = opts && (opts->profile || opts->credentials_file);
 	struct pfs_awscred *c;
 	int rc, matched = 0;
 
@@ -336,7 +369,7 @@ int pfs_awscred_load(const char *const *envp, struct pfs_awscred **out,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	if (ak || sk) {
+	if (!by_option && (ak || sk)) {
 		if (!ak || !sk) {
 			errf(err, errcap, "%s is set but %s is not",
 			     ak ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
@@ -351,7 +384,7 @@ int pfs_awscred_load(const char *const *envp, struct pfs_awscred **out,
 		c->source = strdup("environment");
 		matched = 1;
 	} else {
-		rc = from_file(envp, c, &matched, err, errcap);
+		rc = from_files(opts, envp, c, &matched, err, errcap);
 		if (rc)
 			goto fail;
 	}

@@ -290,7 +290,9 @@ int pfs_origin_s3_create(const char *url, const struct pfs_origin_opts *opts,
 		goto fail;
 	}
 
-	rc = pfs_awscred_load(NULL, &cred, err, sizeof(err));
+	struct pfs_awscred_opts co = {.profile = opts ? opts->aws_profile : NULL,
+				      .credentials_file = opts ? opts->aws_credentials_file : NULL};
+	rc = pfs_awscred_load(&co, NULL, &cred, err, sizeof(err));
 	if (rc) {
 		pfs_err("%s: AWS credentials: %s", s->base.name, err);
 		goto fail;

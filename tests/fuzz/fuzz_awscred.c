@@ -59,7 +59,7 @@ static void load(const char *path, const char *profile)
 		snprintf(env_profile, sizeof(env_profile), "AWS_PROFILE=%s", profile);
 		envp[1] = env_profile;
 	}
-	int rc = pfs_awscred_load(envp, &c, err, sizeof(err));
+	int rc = pfs_awscred_load(NULL, envp, &c, err, sizeof(err));
 	if (rc == 0) {
 		FUZZ_CHECK(c && pfs_awscred_source(c));
 		if (!pfs_awscred_anonymous(c)) {
@@ -81,13 +81,15 @@ static void load(const char *path, const char *profile)
 		return;
 	if (line_message(err, path))
 		return;
-	snprintf(want, sizeof(want), "%s: no profile [%s] (AWS_PROFILE)", path, prof);
+	/* No HOME, no AWS_CONFIG_FILE: no config file is read. */
+	snprintf(want, sizeof(want), "no keys for profile [%s] in %s or (no config file)", prof,
+		 path);
 	if (profile && !strcmp(err, want))
 		return;
-	snprintf(want, sizeof(want), "%s: profile [%s] lacks aws_secret_access_key", path, prof);
+	snprintf(want, sizeof(want), "%s: [%s] lacks aws_secret_access_key", path, prof);
 	if (!strcmp(err, want))
 		return;
-	snprintf(want, sizeof(want), "%s: profile [%s] lacks aws_access_key_id", path, prof);
+	snprintf(want, sizeof(want), "%s: [%s] lacks aws_access_key_id", path, prof);
 	if (!strcmp(err, want))
 		return;
 	snprintf(want, sizeof(want), "access key id from %s [%s] contains ':'", path, prof);

@@ -132,6 +132,51 @@ def test_credentials_file_profile(mount, sigv4_proxy, s3_tree, tmp_path):
     _assert_no_secret(m, SECRET)
 
 
+def test_aws_profile_options_win(mount, sigv4_proxy, s3_tree, tmp_path):
+    """-o aws_profile and -o aws_credentials_file (fstab, systemd): they win
+    over the AWS_* variables, whose keys here are wrong; requests are
+    signed with the profile's secret (the proxy checks every signature)."""
+    proxy = sigv4_proxy()
+    creds = tmp_path / "etc-creds"
+    creds.write_text(f"[train]\naws_access_key_id = {ACCESS_KEY}\n"
+                     f"aws_secret_access_key = {SECRET}\n")
+    wrong = "EnvS3cret/not+this=="
+    env = _env(tmp_path, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=wrong,
+               AWS_PROFILE="nope")
+    m = _mount_s3(mount, proxy.url, env, prefix="ds/a/", aws_profile="train",
+                  aws_credentials_file=str(creds))
+    compare_bytes(s3_tree / "a", m.path)
+    assert proxy.rejected == 0, proxy.reasons
+    assert proxy.accepted > 0
+    assert f"credentials from {creds} [train]" in m.stderr_text(10**6)
+    _assert_no_secret(m, SECRET, wrong)
+
+
+def test_aws_profile_from_config_file(mount, sigv4_proxy, s3_tree, tmp_path):
+    """A profile of ~/.aws/config ("[profile NAME]", as the AWS CLI writes
+    it) when the credentials file has none of that name; a profile found
+    nowhere stops the mount with a message that names it and no secret."""
+    proxy = sigv4_proxy()
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "credentials").write_text(
+        "[other]\naws_access_key_id = X\naws_secret_access_key = y\n")
+    (tmp_path / ".aws" / "config").write_text(
+        "[default]\nregion = us-east-1\n"
+        f"[profile cfg]\nregion = us-east-1\naws_access_key_id = {ACCESS_KEY}\n"
+        f"aws_secret_access_key = {SECRET}\n")
+    env = _env(tmp_path)
+    m = _mount_s3(mount, proxy.url, env, prefix="ds/a/", aws_profile="cfg")
+    compare_bytes(s3_tree / "a", m.path)
+    assert proxy.rejected == 0 and proxy.accepted > 0, proxy.reasons
+    assert "config [profile cfg]" in m.stderr_text(10**6)
+    _assert_no_secret(m, SECRET)
+    assert m.stop() == []
+    with pytest.raises(MountError) as ei:
+        _mount_s3(mount, proxy.url, env, prefix="ds/a/", aws_profile="absent")
+    msg = str(ei.value)
+    assert "profile [absent]" in msg and SECRET not in msg, msg
+
+
 def test_wrong_secret_is_refused(mount, sigv4_proxy, s3_tree, tmp_path):
     proxy = sigv4_proxy()
     wrong = "WrongS3cretValue/abc+def=="

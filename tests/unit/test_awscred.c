@@ -34,6 +34,9 @@ static int teardown(void **state)
 {
 	(void)state;
 	unlink(path);
+	char conf[sizeof(dir) + 16];
+	snprintf(conf, sizeof(conf), "%s/config", dir);
+	unlink(conf);
 	rmdir(dir);
 	return 0;
 }
@@ -74,7 +77,7 @@ static void test_env_first(void **state)
 
 	(void)state;
 	write_file(ini);
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), 0);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), 0);
 	assert_false(pfs_awscred_anonymous(c));
 	assert_string_equal(pfs_awscred_access_key(c), "AKIDENV");
 	assert_string_equal(pfs_awscred_secret_key(c), "envsecret");
@@ -91,9 +94,9 @@ static void test_env_partial(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(pfs_awscred_load(env1, &c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(pfs_awscred_load(NULL, env1, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "AWS_SECRET_ACCESS_KEY is not"));
-	assert_int_equal(pfs_awscred_load(env2, &c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(pfs_awscred_load(NULL, env2, &c, err, sizeof(err)), -EINVAL);
 	assert_null(strstr(err, SECRET));
 	assert_null(c);
 }
@@ -108,7 +111,7 @@ static void test_file_default(void **state)
 
 	(void)state;
 	write_file(ini);
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), 0);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), 0);
 	assert_string_equal(pfs_awscred_access_key(c), "AKIDDEFAULT");
 	assert_string_equal(pfs_awscred_secret_key(c), SECRET);
 	assert_null(pfs_awscred_session_token(c));
@@ -125,7 +128,7 @@ static void test_file_profile(void **state)
 
 	(void)state;
 	write_file(ini);
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), 0);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), 0);
 	assert_string_equal(pfs_awscred_access_key(c), "AKIDPROD");
 	/* '#', ':' and '=' inside a value are kept; CR and blanks trimmed. */
 	assert_string_equal(pfs_awscred_secret_key(c), "pr#od:se=cret");
@@ -147,7 +150,7 @@ static void test_home_default_path(void **state)
 	snprintf(awsdir, sizeof(awsdir), "%s/.aws", dir);
 	snprintf(cpath, sizeof(cpath), "%s/credentials", awsdir);
 	/* No ~/.aws/credentials: anonymous, not an error. */
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), 0);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), 0);
 	assert_true(pfs_awscred_anonymous(c));
 	assert_null(pfs_awscred_access_key(c));
 	assert_null(pfs_awscred_secret_key(c));
@@ -160,7 +163,7 @@ static void test_home_default_path(void **state)
 	fputs("[default]\naws_access_key_id=AKIDHOME\n"
 	      "aws_secret_access_key=homesecret\n", f);
 	fclose(f);
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), 0);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), 0);
 	assert_string_equal(pfs_awscred_access_key(c), "AKIDHOME");
 	pfs_awscred_destroy(c);
 	unlink(cpath);
@@ -178,22 +181,22 @@ static void test_missing(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(pfs_awscred_load(none, &c, err, sizeof(err)), 0);
+	assert_int_equal(pfs_awscred_load(NULL, none, &c, err, sizeof(err)), 0);
 	assert_true(pfs_awscred_anonymous(c));
 	pfs_awscred_destroy(c);
 
 	/* A file without [default]: anonymous. */
 	write_file("[other]\naws_access_key_id=A\naws_secret_access_key=B\n");
-	assert_int_equal(pfs_awscred_load(nodefault, &c, err, sizeof(err)), 0);
+	assert_int_equal(pfs_awscred_load(NULL, nodefault, &c, err, sizeof(err)), 0);
 	assert_true(pfs_awscred_anonymous(c));
 	pfs_awscred_destroy(c);
 
 	/* But a profile asked for by name must exist. */
-	assert_int_equal(pfs_awscred_load(noprofile, &c, err, sizeof(err)),
+	assert_int_equal(pfs_awscred_load(NULL, noprofile, &c, err, sizeof(err)),
 			 -EINVAL);
-	assert_non_null(strstr(err, "no profile [nope]"));
+	assert_non_null(strstr(err, "profile [nope]"));
 	/* And so must a file named explicitly. */
-	assert_int_equal(pfs_awscred_load(nofile, &c, err, sizeof(err)),
+	assert_int_equal(pfs_awscred_load(NULL, nofile, &c, err, sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/x"));
 }
@@ -207,28 +210,28 @@ static void test_malformed(void **state)
 
 	(void)state;
 	write_file("[default]\naws_access_key_id = A\n" SECRET "\n");
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "line 3"));
 	assert_null(strstr(err, SECRET)); /* the bad line is not echoed */
 	assert_null(strstr(err, "wJalr"));
 
 	write_file("[default\naws_access_key_id = A\n");
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "line 1"));
 
 	/* A malformed line in another section still fails. */
 	write_file("[default]\naws_access_key_id=A\naws_secret_access_key=B\n"
 		   "[x]\ngarbage\n");
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "line 5"));
 
 	write_file(ini);
-	assert_int_equal(pfs_awscred_load(half, &c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(pfs_awscred_load(NULL, half, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "lacks aws_secret_access_key"));
 
 	write_file("[default]\naws_access_key_id = A:B\n"
 		   "aws_secret_access_key = " SECRET "\n");
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "contains ':'"));
 	assert_null(strstr(err, SECRET));
 	assert_null(c);
@@ -246,8 +249,82 @@ static void test_too_big(void **state)
 	for (int i = 0; i < PFS_AWSCRED_FILE_MAX / 16 + 1; i++)
 		fputs("# padding......\n", f);
 	fclose(f);
-	assert_int_equal(pfs_awscred_load(env, &c, err, sizeof(err)), -EFBIG);
+	assert_int_equal(pfs_awscred_load(NULL, env, &c, err, sizeof(err)), -EFBIG);
 	assert_null(c);
+}
+
+/* -o aws_profile / aws_credentials_file win over the environment's keys;
+ * the config file's [profile NAME] is read when the credentials file has
+ * no such profile; a named profile without keys is an error. */
+static void test_options_and_config(void **state)
+{
+	char conf[sizeof(dir) + 16], confenv[sizeof(conf) + 32];
+	struct pfs_awscred *c;
+	char err[512];
+
+	(void)state;
+	snprintf(conf, sizeof(conf), "%s/config", dir);
+	snprintf(confenv, sizeof(confenv), "AWS_CONFIG_FILE=%s", conf);
+	write_file(ini);
+	FILE *f = fopen(conf, "w");
+	assert_non_null(f);
+	fputs("[default]\nregion = eu-west-1\n"
+	      "[profile cfg]\naws_access_key_id = AKIDCFG\naws_secret_access_key = cfgsecret\n"
+	      "[profile prod]\naws_access_key_id = AKIDNOTTHIS\naws_secret_access_key = x\n"
+	      "[profile regiononly]\nregion = us-east-2\n"
+	      "[cfg]\naws_access_key_id = AKIDWRONGSECTION\naws_secret_access_key = x\n", f);
+	assert_int_equal(fclose(f), 0);
+	const char *env[] = {"AWS_ACCESS_KEY_ID=AKIDENV", "AWS_SECRET_ACCESS_KEY=envsecret",
+			     "AWS_PROFILE=half", fileenv, confenv, NULL};
+
+	/* The option's profile, not the environment's keys or AWS_PROFILE. */
+	struct pfs_awscred_opts o = {.profile = "prod"};
+	assert_int_equal(pfs_awscred_load(&o, env, &c, err, sizeof(err)), 0);
+	assert_string_equal(pfs_awscred_access_key(c), "AKIDPROD"); /* credentials first */
+	assert_non_null(strstr(pfs_awscred_source(c), "credentials [prod]"));
+	pfs_awscred_destroy(c);
+	/* From the config file, as "[profile cfg]" (not "[cfg]"). */
+	o.profile = "cfg";
+	assert_int_equal(pfs_awscred_load(&o, env, &c, err, sizeof(err)), 0);
+	assert_string_equal(pfs_awscred_access_key(c), "AKIDCFG");
+	assert_string_equal(pfs_awscred_secret_key(c), "cfgsecret");
+	assert_non_null(strstr(pfs_awscred_source(c), "config [profile cfg]"));
+	pfs_awscred_destroy(c);
+	/* Named but without keys anywhere: an error naming both files. */
+	o.profile = "regiononly";
+	assert_int_equal(pfs_awscred_load(&o, env, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "profile [regiononly]"));
+	assert_non_null(strstr(err, conf));
+	assert_null(strstr(err, "secret"));
+	o.profile = "missing";
+	assert_int_equal(pfs_awscred_load(&o, env, &c, err, sizeof(err)), -EINVAL);
+	/* The file option alone: its [default], still not the environment. */
+	struct pfs_awscred_opts fo = {.credentials_file = path};
+	const char *env2[] = {"AWS_ACCESS_KEY_ID=AKIDENV", "AWS_SECRET_ACCESS_KEY=envsecret",
+			      confenv, NULL};
+	assert_int_equal(pfs_awscred_load(&fo, env2, &c, err, sizeof(err)), 0);
+	assert_string_equal(pfs_awscred_access_key(c), "AKIDDEFAULT");
+	pfs_awscred_destroy(c);
+	fo.credentials_file = "/nonexistent/creds";
+	assert_int_equal(pfs_awscred_load(&fo, env2, &c, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/creds"));
+	/* Without options the environment still comes first. */
+	assert_int_equal(pfs_awscred_load(NULL, env2, &c, err, sizeof(err)), 0);
+	assert_string_equal(pfs_awscred_access_key(c), "AKIDENV");
+	pfs_awscred_destroy(c);
+	/* AWS_PROFILE reads the config file too; [default] there has no keys:
+	 * anonymous, as without any file. */
+	const char *env3[] = {"AWS_PROFILE=cfg", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent/y",
+			      confenv, NULL};
+	assert_int_equal(pfs_awscred_load(NULL, env3, &c, err, sizeof(err)), -ENOENT);
+	const char *env4[] = {"AWS_PROFILE=cfg", "HOME=/nonexistent-home", confenv, NULL};
+	assert_int_equal(pfs_awscred_load(NULL, env4, &c, err, sizeof(err)), 0);
+	assert_string_equal(pfs_awscred_access_key(c), "AKIDCFG");
+	pfs_awscred_destroy(c);
+	const char *env5[] = {"HOME=/nonexistent-home", confenv, NULL};
+	assert_int_equal(pfs_awscred_load(NULL, env5, &c, err, sizeof(err)), 0);
+	assert_true(pfs_awscred_anonymous(c));
+	pfs_awscred_destroy(c);
 }
 
 int main(void)
@@ -261,6 +338,7 @@ int main(void)
 		cmocka_unit_test(test_missing),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_options_and_config),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

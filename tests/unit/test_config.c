@@ -99,6 +99,7 @@ static void test_table_sections(void **state)
 	static const struct { const char *key, *section; } want[] = {
 		{"endpoint", "origin"}, {"region", "origin"}, {"s3_path_style", "origin"},
 		{"manifest", "origin"}, {"allow_empty", "origin"},
+		{"aws_profile", "origin"}, {"aws_credentials_file", "origin"},
 		{"timeout", "origin"}, {"retries", "origin"},
 		{"ram_size", "cache"}, {"ssd_dir", "cache"}, {"ssd_size", "cache"},
 		{"ssd_compress", "cache"}, {"block_size", "cache"}, {"policy", "cache"},
