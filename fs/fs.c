@@ -194,10 +194,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pfs_stat_op(PFS_OP_READ);
 	memset(&r, 0, sizeof(r));
 	int rc = k ? k->read(fs, ino, size, off, &r) : -ENOENT;
-	if (rc < 0)
+	if (rc < 0) {
 		reply_err(req, rc);
-	else
+	} else {
+		if (k != &pfs_fsi_ctl) { /* data served, not the daemon's own files */
+			size_t n = 0;
+			for (int i = 0; i < r.niov; i++)
+				n += r.iov[i].iov_len;
+			pfs_stat_add(served_reads, 1);
+			pfs_stat_add(served_bytes, n);
+		}
 		fuse_reply_iov(req, r.niov ? r.iov : r.stackv, r.niov);
+	}
 	pfs_fsi_read_done(fs, &r, rc);
 }
 

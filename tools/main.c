@@ -20,6 +20,7 @@
 #include "../catalog/ftable.h"
 #include "options.h"
 #include "profile.h"
+#include "stat.h"
 #include "usage.h"
 #include "../fs/views.h"
 #include "../cache/bcache.h"
@@ -242,6 +243,9 @@ static const struct pfs_command commands[] = {
 	 "print a local directory's manifest on stdout", cmd_index},
 	{"profile", "[OPTIONS] MOUNT [SUBDIR]",
 	 "compare stored forms of a mounted JPEG dataset", pfs_profile_main},
+	{"stat", "MOUNT [-i SECONDS] [-c COUNT] [--json]",
+	 "what a mount does, every interval (reads, hits, origin, prefetch, stalls)",
+	 pfs_stat_main},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -95,6 +95,8 @@ void pfs_stats_collect(struct pfs_stat_list *l)
 	C("ram.evictions", ram_evictions);
 	C("coalesced", coalesced);
 	C("listing.skipped", listing_skipped);
+	C("served.reads", served_reads);
+	C("served.bytes", served_bytes);
 	for (int i = 0; i < PFS_OP__COUNT; i++)
 		C(op_keys[i], ops[i]);
 #undef C

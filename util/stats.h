@@ -31,6 +31,8 @@ struct pfs_stats {
 	uint64_t ram_evictions;
 	uint64_t coalesced;        /* reads that waited on another's fetch */
 	uint64_t listing_skipped;  /* listed files left out of the mount (no usable size) */
+	uint64_t served_reads;     /* FUSE reads of dataset files and views */
+	uint64_t served_bytes;     /* the bytes replied to them */
 	uint64_t ops[PFS_OP__COUNT];
 };
 
@@ -113,7 +115,8 @@ void pfs_stat_list_add_rows(struct pfs_stat_list *l, const struct pfs_stat_row *
 
 /* Appends this module's values: the process-wide counters of struct
  * pfs_stats (origin.*, ram.hits, ram.misses, ram.bytes,
- * ram.evictions, coalesced, listing.skipped, fuse.*). */
+ * ram.evictions, coalesced, listing.skipped, served.reads, served.bytes,
+ * fuse.*). */
 void pfs_stats_collect(struct pfs_stat_list *l);
 
 /* Render a list sorted by name into buf (NUL-terminated, truncated to
