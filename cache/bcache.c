@@ -330,6 +330,19 @@ static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block 
 	 * are taken in, then replaced, every epoch. */
 	int worse = ranked(c) && pfs_load(&c->full) &&
 		    s->heap_len && key(c, e) > key(c, s->heap[0]);
+	/* A warm-up takes free room only: it never evicts what a job uses. */
+	if (flags & PFS_BCACHE_WARM) {
+		if (worse || !reserve(&c->bytes, e->len, c->budget))
+			return NOWHERE;
+		if (ranked(c) && heap_push(c, s, e) < 0) {
+			pfs_sub(&c->bytes, e->len);
+			return NOWHERE;
+		}
+		list_push(&s->lru, e);
+		pfs_add(&c->n.admitted, 1);
+		pfs_add(&c->n.resident_blocks, 1);
+		return RESIDENT;
+	}
 	if (e->len <= c->budget && !worse) {
 		for (;;) {
 			if (reserve(&c->bytes, e->len, c->budget)) {
@@ -388,7 +401,7 @@ static void free_chain(struct pfs_block *e)
 static int get_found(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 		     unsigned flags, struct pfs_block **out)
 {
-	int demand = !(flags & PFS_BCACHE_PREFETCH);
+	int demand = !(flags & (PFS_BCACHE_PREFETCH | PFS_BCACHE_WARM));
 	e->refs++;
 	if (demand)
 		e->demand = 1;
@@ -441,13 +454,13 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	}
 	*e = (struct pfs_block){.ino = ino, .idx = idx, .obj_size = obj_size, .len = len,
 				.refs = 1, .state = FILLING, .place = NOWHERE, .in_table = 1,
-				.demand = !(flags & PFS_BCACHE_PREFETCH)};
+				.demand = !(flags & (PFS_BCACHE_PREFETCH | PFS_BCACHE_WARM))};
 	e->hnext = s->table[h % s->nbuckets];
 	s->table[h % s->nbuckets] = e;
 	pthread_mutex_unlock(&s->lock);
 	if (flags & PFS_BCACHE_PREFETCH)
 		pfs_add(&c->n.prefetch_fills, 1);
-	else
+	else if (!(flags & PFS_BCACHE_WARM))
 		pfs_stat_add(ram_misses, 1);
 
 	int rc = (e->data = pfs_bufpool_alloc(len)) ? fill(ctx, e->data, len) : -ENOMEM;
@@ -574,6 +587,12 @@ void pfs_bcache_collect(void *c, struct pfs_stat_list *l)
 	struct pfs_bcache_stats st;
 	pfs_bcache_stats(c, &st);
 	pfs_stat_list_add_rows(l, metrics, sizeof(metrics) / sizeof(metrics[0]), &st);
+}
+
+int pfs_bcache_has_room(struct pfs_bcache *c, size_t len)
+{
+	uint64_t used = pfs_load(&c->bytes);
+	return len <= c->budget && used <= c->budget - len;
 }
 
 int pfs_bcache_contains(struct pfs_bcache *c, uint64_t ino, uint64_t idx)

@@ -54,6 +54,10 @@ struct pfs_bcache_opts {
 #define PFS_BCACHE_PREFETCH 0x1u /* a prefetch, not a reader: not a read of
 				  * the block for the epoch rule, not counted
 				  * in ram_hits/ram_misses; may be staged */
+#define PFS_BCACHE_WARM 0x2u     /* a warm-up (prestofs warm), not a reader:
+				  * not counted as a read or a prefetch;
+				  * admitted only into free resident room,
+				  * never evicting, never staged */
 
 /* Fills buf with exactly len bytes; returns 0 or a negative errno. */
 typedef int (*pfs_bcache_fill_fn)(void *ctx, void *buf, size_t len);
@@ -66,7 +70,7 @@ void pfs_bcache_destroy(struct pfs_bcache *c);
 
 /* Returns block (ino, idx) of length len in *out, filling it on a miss.
  * obj_size: size of the object (file) the block belongs to, used by
- * resident=small/large. flags: 0 or PFS_BCACHE_PREFETCH. The caller
+ * resident=small/large. flags: 0, PFS_BCACHE_PREFETCH or PFS_BCACHE_WARM. The caller
  * releases the block with pfs_bcache_put() (a prefetcher may do so at
  * once). On failure returns the fill's error (the failed block is not
  * cached, and *out is not set). */
@@ -88,6 +92,9 @@ void pfs_bcache_set_epoch(struct pfs_bcache *c, uint64_t epoch);
 const void *pfs_block_data(const struct pfs_block *b);
 size_t pfs_block_len(const struct pfs_block *b);
 
+/* 1 if the resident set has room for len more bytes now, without
+ * evicting (a snapshot). Any thread. */
+int pfs_bcache_has_room(struct pfs_bcache *c, size_t len);
 /* Counters of this cache (pfs_stats has the process-wide ram_* ones). */
 struct pfs_bcache_stats {
 	uint64_t budget, resident_bytes, resident_blocks;

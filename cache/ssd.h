@@ -113,6 +113,13 @@ void pfs_ssd_close(struct pfs_ssd *s);
 int pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 		void *buf, size_t len, char *etag);
 
+/* 1 if block `block` of object `path` is stored for fingerprint fp with
+ * raw length len (its bytes are not read nor verified: a later get still
+ * may find them bad), etag (PFS_SSD_ETAG_MAX bytes, may be NULL) then
+ * set to its validator; 0 if not (s NULL: 0). Counts no hit or miss and
+ * records no use. Any thread. */
+int pfs_ssd_has(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp, size_t len,
+		char *etag);
 /* Queues a copy of the block (buf is not kept) and returns at once; never
  * waits for I/O. etag may be NULL (stored as ""). Returns 0, -ENOSPC when
  * the tier is full and the policy refuses (EVICT_NONE; it counts queued
@@ -124,6 +131,15 @@ int pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp
 int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 		const char *etag, const void *buf, size_t len);
 
+/* As pfs_ssd_put, but refused (-ENOSPC) unless the block fits the budget
+ * without evicting anything, whatever the eviction policy (a warm-up
+ * never pushes out what a job uses; queued blocks count at their raw
+ * size, as under EVICT_NONE). */
+int pfs_ssd_put_noevict(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+			const char *etag, const void *buf, size_t len);
+/* Bytes a pfs_ssd_put_noevict() may still add now (a snapshot; 0 for a
+ * disabled or full tier, or s NULL). Any thread. */
+uint64_t pfs_ssd_room(struct pfs_ssd *s);
 /* Returns when every block queued before the call is durable (or dropped),
  * and recorded hits are applied to the LRU order. */
 void pfs_ssd_flush(struct pfs_ssd *s);

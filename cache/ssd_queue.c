@@ -163,8 +163,8 @@ void ssd_record_hit(struct pfs_ssd *s, const char *key, size_t klen)
 	pthread_mutex_unlock(&s->q_lock);
 }
 
-int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		const char *etag, const void *buf, size_t len)
+static int put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+	       const char *etag, const void *buf, size_t len, int noevict)
 {
 	char key[SSD_KEY_MAX];
 	size_t klen, el = etag ? strlen(etag) : 0;
@@ -199,7 +199,7 @@ int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp
 	pthread_mutex_lock(&s->q_lock);
 	if (pfs_load(&s->disabled))
 		rc = -EAGAIN;
-	else if (s->evict == PFS_SSD_EVICT_NONE &&
+	else if ((s->evict == PFS_SSD_EVICT_NONE || noevict) &&
 		 (pfs_load(&s->full) || pfs_load(&s->st_bytes) + s->q_alen + alen > s->budget))
 		rc = -ENOSPC; /* counts raw sizes: a compressible block may be refused early */
 	else if (s->q_bytes + it->cost > s->queue_max)
@@ -223,6 +223,31 @@ int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp
 refuse:
 	pfs_add(&s->st_dropped, 1);
 	return rc;
+}
+
+int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+		const char *etag, const void *buf, size_t len)
+{
+	return put(s, path, block, fp, etag, buf, len, 0);
+}
+
+int pfs_ssd_put_noevict(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+			const char *etag, const void *buf, size_t len)
+{
+	return put(s, path, block, fp, etag, buf, len, 1);
+}
+
+uint64_t pfs_ssd_room(struct pfs_ssd *s)
+{
+	uint64_t room = 0;
+	if (!s || pfs_load(&s->disabled) || pfs_load(&s->full))
+		return 0;
+	pthread_mutex_lock(&s->q_lock);
+	uint64_t used = pfs_load(&s->st_bytes) + s->q_alen;
+	if (used < s->budget)
+		room = s->budget - used;
+	pthread_mutex_unlock(&s->q_lock);
+	return room;
 }
 
 void pfs_ssd_flush(struct pfs_ssd *s)

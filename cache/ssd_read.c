@@ -136,3 +136,17 @@ miss:
 		pfs_add(&s->st_misses, 1);
 	return -ENOENT;
 }
+
+int pfs_ssd_has(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp, size_t len,
+		char *etag)
+{
+	char key[SSD_KEY_MAX], tag[PFS_SSD_ETAG_MAX];
+	struct ent e;
+	size_t klen;
+
+	if (!s || !s->env || !(klen = ssd_make_key(key, path, block)))
+		return 0;
+	if (lookup(s, key, klen, &e, etag ? etag : tag))
+		return 0;
+	return e.fp == fp && e.rlen == len;
+}

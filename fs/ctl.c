@@ -19,7 +19,7 @@
 
 #define SNAP_CAP 65536
 
-enum { CTL_DIR, CTL_STATS, CTL_METRICS, CTL_ORDER, CTL_VIEWS, CTL__COUNT };
+enum { CTL_DIR, CTL_STATS, CTL_METRICS, CTL_ORDER, CTL_VIEWS, CTL_WARM, CTL__COUNT };
 
 static struct source {
 	pfs_stats_fn fn;
@@ -58,14 +58,31 @@ static size_t render_metrics(char *buf, size_t cap)
 	return pfs_stats_render_prometheus(&l, buf, cap);
 }
 
+static size_t (*warm_render)(void *ctx, char *buf, size_t cap); /* set before the mount */
+static void *warm_ctx;
+
+void pfs_ctl_set_warm(size_t (*render)(void *ctx, char *buf, size_t cap), void *ctx)
+{
+	warm_render = render;
+	warm_ctx = ctx;
+}
+
+static size_t render_warm(char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	return warm_render ? warm_render(warm_ctx, buf, cap) : 0;
+}
+
 static const struct ctl_file {
 	const char *name;
 	size_t (*render)(char *buf, size_t cap);
+	int writable;
 } files[CTL__COUNT] = {
-	[CTL_STATS] = {"stats", render_json},
-	[CTL_METRICS] = {"metrics", render_metrics},
-	[CTL_ORDER] = {"order", NULL}, /* written, not read: see order.h */
-	[CTL_VIEWS] = {"views", NULL}, /* a directory, served by fs.c */
+	[CTL_STATS] = {"stats", render_json, 0},
+	[CTL_METRICS] = {"metrics", render_metrics, 0},
+	[CTL_ORDER] = {"order", NULL, 1}, /* written, not read: see order.h */
+	[CTL_VIEWS] = {"views", NULL, 0}, /* a directory, served by fs.c */
+	[CTL_WARM] = {"warm", render_warm, 1}, /* jobs written, status read */
 };
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -128,7 +145,7 @@ int pfs_ctl_getattr(uint64_t ino, struct stat *st)
 		st->st_mode = S_IFREG | 0666;
 		st->st_nlink = 1;
 	} else {
-		st->st_mode = S_IFREG | 0444;
+		st->st_mode = S_IFREG | (files[i].writable ? 0666 : 0444);
 		st->st_nlink = 1;
 		st->st_size = (off_t)take_snapshot((int)i);
 	}

@@ -1,7 +1,8 @@
 /* ctl.h - the hidden control tree MOUNT/.prestofs/ (like ZFS's .zfs):
  * `stats` (JSON) and `metrics` (Prometheus text) render the same values;
  * `order` takes order hints (order.h); `views` is the root of the views
- * tree (its entries are node_view.c's). Never listed in the mount root,
+ * tree (its entries are node_view.c's); `warm` takes warm-up jobs and
+ * shows their progress (warm.h). Never listed in the mount root,
  * reachable by path; a dataset entry named ".prestofs" in the root is
  * shadowed by it.
  *
@@ -29,6 +30,7 @@
 #define PFS_CTL_INO_DIR PFS_CTL_INO_BASE
 #define PFS_CTL_INO_ORDER (PFS_CTL_INO_BASE + 3) /* written by loaders */
 #define PFS_CTL_INO_VIEWS (PFS_CTL_INO_BASE + 4) /* its entries: fs.c */
+#define PFS_CTL_INO_WARM (PFS_CTL_INO_BASE + 5)  /* warm-up jobs (warm.h) */
 
 static inline int pfs_ctl_is(uint64_t ino)
 {
@@ -42,13 +44,20 @@ static inline int pfs_ctl_is(uint64_t ino)
 #define PFS_CTL_MAX_SOURCES 16
 int pfs_ctl_add_stats_source(pfs_stats_fn fn, void *ctx);
 
+/* The renderer of the `warm` file (writable, like `order`; its content is
+ * the status of warm-up jobs, warm.h). Until one is set the file is empty.
+ * Call before mounting; render runs on FUSE threads under the snapshot
+ * lock. */
+void pfs_ctl_set_warm(size_t (*render)(void *ctx, char *buf, size_t cap), void *ctx);
+
 /* Entry `name` in control directory `dir_ino`: 0 and its inode, or -ENOENT
  * (also when dir_ino is no control directory). */
 int pfs_ctl_lookup(uint64_t dir_ino, const char *name, uint64_t *ino);
 /* Attributes of a control inode: 0, or -ENOENT for a number that is none.
  * A rendered file's size is that of its content snapshot, taken now (so a
  * read after stat sees that length), padded with newlines to a multiple
- * of 4 KiB; mtime is now. The order file is writable (0666), size 0. */
+ * of 4 KiB; mtime is now. The order file is writable (0666), size 0; the
+ * warm file is writable (0666) and rendered. */
 int pfs_ctl_getattr(uint64_t ino, struct stat *st);
 /* Copies up to `size` bytes at `off` of a control file's latest snapshot
  * (taken now if none was) into buf (the caller's, `size` bytes); *got is

@@ -20,6 +20,7 @@
 #include "fs.h"
 #include "fs_int.h"
 #include "order.h"
+#include "warm.h"
 #include "../prefetch/prefetch.h"
 #include "../cache/failmem.h"
 #include "../util/clock.h"
@@ -43,6 +44,12 @@ int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 		free(fs);
 		return -ENOMEM;
 	}
+	if (pfs_warm_create(fs, &fs->warm) < 0) {
+		pfs_failmem_destroy(fs->failed);
+		free(fs);
+		return -ENOMEM;
+	}
+	pfs_ctl_set_warm(pfs_warm_render, fs->warm);
 	fs->uid = getuid();
 	fs->gid = getgid();
 	*out = fs;
@@ -53,6 +60,7 @@ void pfs_fs_destroy(struct pfs_fs *fs)
 {
 	if (!fs)
 		return;
+	pfs_warm_destroy(fs->warm); /* its workers use everything below */
 	pfs_order_destroy(fs->order);
 	pfs_failmem_destroy(fs->failed);
 	free(fs);
@@ -87,7 +95,7 @@ static int fuse_errno(int rc)
 {
 	switch (-rc) {
 	case ENOENT: case ENOTDIR: case EISDIR: case EACCES: case ENOMEM: case EROFS:
-	case ENOSYS: case ENAMETOOLONG: case EFBIG: case EINVAL:
+	case ENOSYS: case ENAMETOOLONG: case EFBIG: case EINVAL: case EBUSY:
 		return -rc;
 	default:
 		return EIO;
@@ -390,7 +398,8 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 	struct pfs_fnode info;
 	if (pfs_ftable_get(fs->ft, node, &info) < 0 || info.is_dir)
 		return -ENOENT;
-	struct pfs_fsi_fill c = {fs, node, info.size, blk * fs->block_size, info.fp, 0};
+	struct pfs_fsi_fill c = {.fs = fs, .node = node, .size = info.size,
+				  .off = blk * fs->block_size, .fp = info.fp};
 	struct pfs_block *b;
 	int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, blk, len, info.size,
 				PFS_BCACHE_PREFETCH, pfs_fsi_fill_block, &c, &b);

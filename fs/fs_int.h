@@ -35,6 +35,7 @@ struct pfs_views;
 struct pfs_prefetch;
 struct pfs_order;
 struct pfs_failmem;
+struct pfs_warm;
 
 struct pfs_fs {
 	struct pfs_ftable *ft;
@@ -51,6 +52,7 @@ struct pfs_fs {
 	struct pfs_order *order;
 	struct pfs_views *views;       /* NULL: no views */
 	struct pfs_failmem *failed;    /* files the origin just failed */
+	struct pfs_warm *warm;         /* warm-up jobs (warm.h) */
 	/* The current epoch's counters: bases taken when it began (atomic). */
 	uint64_t epoch_seen, base_hits, base_misses, base_stall_ns;
 	uint64_t stall_ns; /* atomic: time demand reads waited for data */
@@ -112,10 +114,19 @@ struct pfs_fsi_fill {
 	uint32_t node;
 	uint64_t size, off, fp;
 	int called;                 /* set by the fill: the block was a miss */
+	int warm;                   /* a warm-up: SSD puts via pfs_fsi_ssd_put_warm */
+	int in_ssd;                 /* set by the fill: found in or queued for
+				     * the SSD tier */
+	int from_origin;            /* set by the fill: fetched from the origin */
 };
 /* A RAM miss: the SSD tier, else the origin, under the file's pinned
  * version (a pfs_bcache_fill_fn; p: struct pfs_fsi_fill). */
 int pfs_fsi_fill_block(void *p, void *buf, size_t len);
+/* A warm-up's put into the SSD tier: only while the tier has room under
+ * its budget (so it never evicts), waiting for room in the write queue
+ * once. 0 (queued), -ENOSPC (no room), -EAGAIN (disabled, queue full). */
+int pfs_fsi_ssd_put_warm(struct pfs_fs *fs, const char *path, uint64_t blk, uint64_t fp,
+			 const char *v, const void *buf, size_t len);
 /* The whole of dataset file `node` in a malloc'd buffer (*out, freed by
  * the caller), through the cache with bcache `flags`; -EFBIG past max. */
 int pfs_fsi_read_whole(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,

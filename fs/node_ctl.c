@@ -10,6 +10,7 @@
 #include "ctl.h"
 #include "fs_int.h"
 #include "order.h"
+#include "warm.h"
 
 static int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e)
 {
@@ -48,6 +49,8 @@ static int ctl_open(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi
 	fi->direct_io = 1;
 	if (ino == PFS_CTL_INO_ORDER)
 		return 0; /* written by loaders; O_TRUNC arrives as a setattr */
+	if (ino == PFS_CTL_INO_WARM && (fi->flags & O_ACCMODE) != O_RDONLY)
+		return 0; /* written by `prestofs warm` */
 	if ((fi->flags & O_ACCMODE) != O_RDONLY)
 		return -EROFS;
 	/* direct_io reads come without a getattr first: take the snapshot
@@ -110,18 +113,25 @@ static int ctl_dir_entry(struct pfs_fs *fs, fuse_ino_t ino, uint32_t k, int plus
 static int ctl_write(struct pfs_fs *fs, fuse_ino_t ino, const char *buf, size_t size,
 		     off_t off, int32_t tid)
 {
-	if (ino != PFS_CTL_INO_ORDER || !fs->order || off < 0)
+	if (off < 0)
+		return -EINVAL;
+	if (ino == PFS_CTL_INO_WARM && fs->warm)
+		return pfs_warm_write(fs->warm, buf, size);
+	if (ino != PFS_CTL_INO_ORDER || !fs->order)
 		return -EROFS;
 	return pfs_order_write(fs->order, tid, (uint64_t)off, buf, size);
 }
 
 /* Truncation of the order file makes the writer's next write a new order;
- * time stamps are accepted and ignored (touch). */
+ * time stamps are accepted and ignored (touch), and so is truncating the
+ * warm file (a shell's `>`: each write there is a whole request). */
 static int ctl_setattr(struct pfs_fs *fs, fuse_ino_t ino, const struct stat *attr, int to_set,
 		       int32_t tid, struct stat *out)
 {
 	const int allowed = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
 			    FUSE_SET_ATTR_CTIME | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW;
+	if (ino == PFS_CTL_INO_WARM && fs->warm && !(to_set & ~allowed))
+		return pfs_ctl_getattr(ino, out);
 	if (ino != PFS_CTL_INO_ORDER || !fs->order || (to_set & ~allowed))
 		return -EROFS;
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size == 0)

@@ -106,8 +106,10 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	int rc = pfs_ftable_path(c->fs->ft, c->node, path, sizeof(path));
 	if (rc < 0)
 		return rc;
-	if (c->fs->ssd && fill_from_ssd(c, path, buf, len) == 0)
+	if (c->fs->ssd && fill_from_ssd(c, path, buf, len) == 0) {
+		c->in_ssd = 1;
 		return 0;
+	}
 	/* A file that just failed fails again at once (see failmem.h). */
 	rc = pfs_failmem_take(c->fs->failed, c->node, pfs_clock_ns());
 	if (rc < 0)
@@ -118,14 +120,28 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	else
 		pfs_failmem_clear(c->fs->failed, c->node);
 	if (rc == 0) {
-		if (c->fs->ssd)
-			pfs_ssd_put(c->fs->ssd, path, c->off / c->fs->block_size, c->fp,
-				    v, buf, len);
+		uint64_t blk = c->off / c->fs->block_size;
+		c->from_origin = 1;
+		if (c->fs->ssd && c->warm)
+			c->in_ssd = pfs_fsi_ssd_put_warm(c->fs, path, blk, c->fp, v, buf, len) == 0;
+		else if (c->fs->ssd)
+			c->in_ssd = pfs_ssd_put(c->fs->ssd, path, blk, c->fp, v, buf, len) == 0;
 	} else if (rc != -ESTALE) {
 		char key[4200];
 		snprintf(key, sizeof(key), "readfail:%s", path);
 		pfs_log_limited(PFS_LOG_WARN, key, "read of '%s' at %llu failed: %s", path,
 				(unsigned long long)c->off, strerror(-rc));
+	}
+	return rc;
+}
+
+int pfs_fsi_ssd_put_warm(struct pfs_fs *fs, const char *path, uint64_t blk, uint64_t fp,
+			 const char *v, const void *buf, size_t len)
+{
+	int rc = pfs_ssd_put_noevict(fs->ssd, path, blk, fp, v, buf, len);
+	if (rc == -EAGAIN) { /* the write queue is full: wait for it once */
+		pfs_ssd_flush(fs->ssd);
+		rc = pfs_ssd_put_noevict(fs->ssd, path, blk, fp, v, buf, len);
 	}
 	return rc;
 }
@@ -140,7 +156,8 @@ static int get_block(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64
 	if (src->fill)
 		return pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags, src->fill,
 				      src->fill_ctx, out);
-	struct pfs_fsi_fill c = {fs, src->node, src->size, boff, src->fp, 0};
+	struct pfs_fsi_fill c = {.fs = fs, .node = src->node, .size = src->size, .off = boff,
+				  .fp = src->fp};
 	int rc = pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags,
 				pfs_fsi_fill_block, &c, out);
 	if (missed)

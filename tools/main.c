@@ -21,6 +21,7 @@
 #include "options.h"
 #include "profile.h"
 #include "stat.h"
+#include "warmcmd.h"
 #include "usage.h"
 #include "../fs/views.h"
 #include "../cache/bcache.h"
@@ -246,6 +247,9 @@ static const struct pfs_command commands[] = {
 	{"stat", "MOUNT [-i SECONDS] [-c COUNT] [--json]",
 	 "what a mount does, every interval (reads, hits, origin, prefetch, stalls)",
 	 pfs_stat_main},
+	{"warm", "MOUNT [PATH...] [--from FILE|-] [--check] [-j N] [--json]",
+	 "fill the cache with files before a job (or --check how much is cached)",
+	 pfs_warmcmd_main},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -352,6 +352,40 @@ static void test_concurrent_stress(void **state)
  * subtracting them, so the gauge stays up after the cache is gone (visible
  * to anything that creates a second cache in the same process, e.g. the
  * tests above, which therefore measure deltas). */
+/* A warm-up fill takes free room only: it never evicts, is never counted
+ * as a read, and is handed out (then freed) when it does not fit. */
+static void test_warm_takes_free_room_only(void **state)
+{
+	(void)state;
+	struct pfs_bcache *c = new_cache(4 * BS, BS);
+	uint64_t hits = pfs_stat_get(ram_hits), misses = pfs_stat_get(ram_misses);
+	struct pfs_bcache_stats st;
+	for (uint64_t i = 0; i < 3; i++)
+		get_check(c, 1, i, BS, NULL);       /* a job's blocks: 3 of 4 */
+	assert_true(pfs_bcache_has_room(c, BS));
+	assert_false(pfs_bcache_has_room(c, 2 * BS));
+	for (uint64_t i = 0; i < 4; i++) {
+		struct bfx_fill f = {.ino = 2, .idx = i};
+		struct pfs_block *b = NULL;
+		assert_int_equal(pfs_bcache_get(c, 2, i, BS, 0, PFS_BCACHE_WARM, bfx_fill_fn,
+						&f, &b), 0);
+		assert_true(bfx_data_ok(b, 2, i, BS));
+		pfs_bcache_put(c, b);
+	}
+	pfs_bcache_stats(c, &st);
+	assert_int_equal(st.replaced, 0);
+	assert_int_equal(st.resident_bytes, 4 * BS);
+	assert_false(pfs_bcache_has_room(c, 1));
+	for (uint64_t i = 0; i < 3; i++)
+		assert_true(pfs_bcache_contains(c, 1, i)); /* the job's blocks stayed */
+	assert_true(pfs_bcache_contains(c, 2, 0));          /* the free room */
+	for (uint64_t i = 1; i < 4; i++)
+		assert_false(pfs_bcache_contains(c, 2, i)); /* no room: not kept */
+	assert_int_equal(pfs_stat_get(ram_misses) - misses, 3); /* the job's only */
+	assert_int_equal(pfs_stat_get(ram_hits) - hits, 0);
+	pfs_bcache_destroy(c);
+}
+
 static void test_destroy_returns_gauge(void **state)
 {
 	(void)state;
@@ -377,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_pinned_over_budget_not_admitted),
 		cmocka_unit_test(test_block_bigger_than_budget),
 		cmocka_unit_test(test_concurrent_stress),
+		cmocka_unit_test(test_warm_takes_free_room_only),
 		cmocka_unit_test(test_destroy_returns_gauge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,9 +53,9 @@ static void test_names(void **state)
 {
 	(void)state;
 	uint64_t ino, seen[8];
-	const char *names[] = {"stats", "metrics", "order", "views"};
+	const char *names[] = {"stats", "metrics", "order", "views", "warm"};
 	uint32_t n = pfs_ctl_nchildren(PFS_CTL_INO_DIR);
-	assert_int_equal(n, 4);
+	assert_int_equal(n, 5);
 	for (uint32_t k = 0; k < n; k++) {
 		const char *name = pfs_ctl_child(PFS_CTL_INO_DIR, k, &seen[k]);
 		assert_non_null(name);
@@ -67,6 +67,7 @@ static void test_names(void **state)
 	assert_null(pfs_ctl_child(PFS_CTL_INO_DIR, n, &ino));
 	assert_int_equal(seen[2], PFS_CTL_INO_ORDER);
 	assert_int_equal(seen[3], PFS_CTL_INO_VIEWS);
+	assert_int_equal(seen[4], PFS_CTL_INO_WARM);
 	assert_int_equal(pfs_ctl_lookup(PFS_CTL_INO_DIR, "nope", &ino), -ENOENT);
 	assert_int_equal(pfs_ctl_lookup(PFS_CTL_INO_DIR, "", &ino), -ENOENT);
 	assert_int_equal(pfs_ctl_lookup(PFS_CTL_INO_DIR, "stats/", &ino), -ENOENT);

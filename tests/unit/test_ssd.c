@@ -309,6 +309,39 @@ static void test_evict_none(void **state)
 	assert_int_equal(stats(f).evictions, 0);
 }
 
+/* Under LRU, a warm-up's put (noevict) is refused at the budget instead of
+ * pushing out what is stored; has and room see what a get would. */
+static void test_noevict_under_lru(void **state)
+{
+	struct fx *f = *state;
+	char tag[PFS_SSD_ETAG_MAX];
+	unsigned char buf[BS] = { 0 };
+	f->o.size = 3 * BS;
+	f->o.evict = PFS_SSD_EVICT_LRU;
+	assert_int_equal(pfs_ssd_open(&f->o, &f->s), 0);
+	assert_int_equal(pfs_ssd_room(f->s), 3 * BS);
+	assert_int_equal(pfs_ssd_put_noevict(f->s, "A", 0, 1, "v1", buf, BS), 0);
+	put_pattern(f, "B", 0, 1, BS);
+	assert_int_equal(pfs_ssd_room(f->s), BS); /* queued blocks count */
+	assert_int_equal(pfs_ssd_put_noevict(f->s, "C", 0, 1, NULL, buf, BS), 0);
+	assert_int_equal(pfs_ssd_room(f->s), 0);
+	assert_int_equal(pfs_ssd_put_noevict(f->s, "D", 0, 1, NULL, buf, BS), -ENOSPC);
+	pfs_ssd_flush(f->s);
+	assert_int_equal(pfs_ssd_put_noevict(f->s, "D", 0, 1, NULL, buf, BS), -ENOSPC);
+	assert_int_equal(stats(f).entries, 3);
+	assert_int_equal(stats(f).evictions, 0);
+	assert_int_equal(pfs_ssd_has(f->s, "A", 0, 1, BS, tag), 1);
+	assert_string_equal(tag, "v1");
+	assert_int_equal(pfs_ssd_has(f->s, "A", 0, 2, BS, tag), 0);  /* another fp */
+	assert_int_equal(pfs_ssd_has(f->s, "A", 0, 1, BS - 1, NULL), 0); /* length */
+	assert_int_equal(pfs_ssd_has(f->s, "D", 0, 1, BS, NULL), 0);
+	assert_int_equal(pfs_ssd_has(NULL, "A", 0, 1, BS, NULL), 0);
+	/* A plain put still evicts under LRU. */
+	put_pattern(f, "D", 0, 1, BS);
+	pfs_ssd_flush(f->s);
+	assert_int_equal(stats(f).evictions, 1);
+}
+
 static void test_queue_full(void **state)
 {
 	struct fx *f = *state;
@@ -377,7 +410,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_roundtrip), T(test_persist), T(test_stale), T(test_corrupt_data),
 		T(test_bad_index), T(test_lru_order), T(test_budget_lru_threads),
-		T(test_budget_none_threads), T(test_evict_none), T(test_queue_full),
+		T(test_budget_none_threads), T(test_evict_none), T(test_noevict_under_lru),
+		T(test_queue_full),
 		T(test_zstd), T(test_auto),
 	};
 	pfs_log_set_level(PFS_LOG_ERR);
