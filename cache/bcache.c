@@ -51,6 +51,8 @@ struct pfs_block {
 	int in_table;         /* guarded by the shard lock */
 	int demand;           /* a reader (not a prefetch) got it; shard lock */
 	int pf;               /* filled by a prefetch, no reader yet; shard lock */
+	int holders;          /* atomic: 1 for the cache, + 1 per pfs_bcache_hold:
+			       * the data and struct are freed at 0 */
 	uint64_t stage_epoch; /* STAGED: epoch it was staged in */
 	size_t heap_pos;      /* RESIDENT, small/large: index in the heap */
 	struct pfs_block *hnext;      /* hash chain */
@@ -157,6 +159,26 @@ int pfs_bcache_create(const struct pfs_bcache_opts *o, struct pfs_bcache **out)
 	return 0;
 }
 
+/* Drops one holder of e (the cache, or a pfs_bcache_hold); the last one
+ * frees its data and the struct. */
+static void block_unref(struct pfs_block *e)
+{
+	if (__atomic_sub_fetch(&e->holders, 1, __ATOMIC_ACQ_REL) == 0) {
+		pfs_bufpool_free(e->data, e->len);
+		free(e);
+	}
+}
+
+void pfs_bcache_hold(struct pfs_block *b)
+{
+	__atomic_add_fetch(&b->holders, 1, __ATOMIC_RELAXED);
+}
+
+void pfs_bcache_release(void *b)
+{
+	block_unref(b);
+}
+
 void pfs_bcache_destroy(struct pfs_bcache *c)
 {
 	if (!c)
@@ -169,8 +191,7 @@ void pfs_bcache_destroy(struct pfs_bcache *c)
 				struct pfs_block *next = e->hnext;
 				if (e->place != NOWHERE)
 					pfs_stat_sub(ram_bytes, e->len);
-				pfs_bufpool_free(e->data, e->len);
-				free(e);
+				block_unref(e);
 				e = next;
 			}
 		}
@@ -389,8 +410,7 @@ static void free_chain(struct pfs_block *e)
 {
 	while (e) {
 		struct pfs_block *next = e->hnext;
-		pfs_bufpool_free(e->data, e->len);
-		free(e);
+		block_unref(e);
 		e = next;
 	}
 }
@@ -428,10 +448,8 @@ static int get_found(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 	int err = e->err;
 	int last = --e->refs == 0;
 	pthread_mutex_unlock(&s->lock);
-	if (last) {
-		pfs_bufpool_free(e->data, e->len);
-		free(e);
-	}
+	if (last)
+		block_unref(e);
 	return err;
 }
 
@@ -453,7 +471,8 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 		return -ENOMEM;
 	}
 	*e = (struct pfs_block){.ino = ino, .idx = idx, .obj_size = obj_size, .len = len,
-				.refs = 1, .state = FILLING, .place = NOWHERE, .in_table = 1,
+				.refs = 1, .holders = 1, .state = FILLING, .place = NOWHERE,
+				.in_table = 1,
 				.demand = !(flags & (PFS_BCACHE_PREFETCH | PFS_BCACHE_WARM))};
 	e->hnext = s->table[h % s->nbuckets];
 	s->table[h % s->nbuckets] = e;
@@ -494,10 +513,8 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	int free_now = rc < 0 && e->refs == 0;
 	pthread_mutex_unlock(&s->lock);
 	free_chain(victims);
-	if (free_now) {
-		pfs_bufpool_free(e->data, e->len);
-		free(e);
-	}
+	if (free_now)
+		block_unref(e);
 	if (rc == 0)
 		*out = e;
 	return rc;

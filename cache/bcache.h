@@ -80,6 +80,13 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 /* NULL allowed. The block must not be used afterwards. */
 void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b);
 
+/* Keeps b's data (pfs_block_data, pfs_block_len) valid after b is put,
+ * and after the cache drops or is destroyed, until pfs_bcache_release(b):
+ * for a reader of the bytes that runs later (the SSD tier's writer), so it
+ * needs no copy. Call while holding b. The data never changes. Any thread;
+ * release needs no cache (a pfs_ssd release callback). */
+void pfs_bcache_hold(struct pfs_block *b);
+void pfs_bcache_release(void *b);
 /* 1 if block (ino, idx) is cached or being filled now: a prefetcher need
  * not ask for it. A snapshot; takes one shard lock. Any thread. */
 int pfs_bcache_contains(struct pfs_bcache *c, uint64_t ino, uint64_t idx);

@@ -131,6 +131,13 @@ int pfs_ssd_has(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp
 int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 		const char *etag, const void *buf, size_t len);
 
+/* As pfs_ssd_put, without the copy: the writer reads buf itself later,
+ * and release(arg) is called exactly once when it is done with it, or at
+ * once when the put is refused (any return but 0), possibly on another
+ * thread. buf must stay valid and unchanged until then. */
+int pfs_ssd_put_ref(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+		    const char *etag, const void *buf, size_t len, void (*release)(void *),
+		    void *arg);
 /* As pfs_ssd_put, but refused (-ENOSPC) unless the block fits the budget
  * without evicting anything, whatever the eviction policy (a warm-up
  * never pushes out what a job uses; queued blocks count at their raw

@@ -67,7 +67,9 @@ struct item {
 	uint32_t seg;             /* DROP */
 	uint64_t off;             /* DROP */
 	size_t len;               /* PUT: raw length */
-	void *data;               /* PUT: owned copy */
+	void *data;               /* PUT: owned copy, or borrowed (release) */
+	void (*release)(void *);  /* PUT: called once the data is done with, or NULL */
+	void *rel_arg;
 	size_t cost;              /* what it counts against the queue bound */
 	char etag[PFS_SSD_ETAG_MAX];
 	/* writer scratch */
@@ -129,7 +131,7 @@ struct pfs_ssd {
 	int writer_started;
 
 	/* Block copies the writer is done with, kept for the next put (their
-	 * pages already in: no mapping, no page faults), at most queue_max / 2
+	 * pages already in: no mapping, no page faults), at most queue_max
 	 * bytes. Per bufpool size class, linked through their first word. */
 	pthread_mutex_t rec_lock;
 	void *rec[SSD_REC_CLASSES]; /* rec_lock */

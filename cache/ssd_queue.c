@@ -33,15 +33,19 @@ static void *buf_get(struct pfs_ssd *s, size_t len)
 }
 
 /* Keeps a put's buffer for the next put while the kept buffers total at
- * most half of queue_max; else gives it back. Puts take kept buffers
- * first, so queued and kept bytes stay near queue_max together. */
+ * most queue_max; else gives it back. Puts take kept buffers first, so a
+ * buffer is mapped anew only when queued and kept bytes together pass
+ * their peak so far: a queue that fills and drains again and again (a
+ * cold epoch) reuses the same buffers instead of unmapping half of them
+ * each time (munmap and the page faults after it were 5% of a cold
+ * epoch's CPU with a cap of queue_max / 2). */
 static void buf_put(struct pfs_ssd *s, void *p, size_t len)
 {
 	size_t size = pfs_bufpool_size(len);
 	unsigned k = size ? (unsigned)__builtin_ctzll(size / PFS_BUFPOOL_MIN) : SSD_REC_CLASSES;
 	if (k < SSD_REC_CLASSES) {
 		pthread_mutex_lock(&s->rec_lock);
-		if (s->rec_bytes + size <= s->queue_max / 2) {
+		if (s->rec_bytes + size <= s->queue_max) {
 			*(void **)p = s->rec[k];
 			s->rec[k] = p;
 			s->rec_bytes += size;
@@ -69,7 +73,9 @@ void ssd_item_free(struct pfs_ssd *s, struct item *it)
 		return;
 	if (it->stored && it->stored != it->data)
 		free(it->stored);
-	if (it->kind == ITEM_PUT)
+	if (it->kind == ITEM_PUT && it->release)
+		it->release(it->rel_arg);
+	else if (it->kind == ITEM_PUT)
 		buf_put(s, it->data, it->len);
 	else
 		free(it->data);
@@ -163,38 +169,56 @@ void ssd_record_hit(struct pfs_ssd *s, const char *key, size_t klen)
 	pthread_mutex_unlock(&s->q_lock);
 }
 
+/* Queues a put of data[0..len): a copy, or (release set) the caller's
+ * bytes, released once the writer is done with them or the put is
+ * refused. */
 static int put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-	       const char *etag, const void *buf, size_t len, int noevict)
+	       const char *etag, const void *buf, size_t len, int noevict,
+	       void (*release)(void *), void *arg)
 {
 	char key[SSD_KEY_MAX];
 	size_t klen, el = etag ? strlen(etag) : 0;
 	uint64_t alen = ssd_alignup(len);
-	struct item *it;
+	struct item *it = NULL;
 	int rc;
 
-	if (!s || !len || len > UINT32_MAX || el >= PFS_SSD_ETAG_MAX)
-		return -EINVAL;
-	if (!(klen = ssd_make_key(key, path, block)))
-		return -ENAMETOOLONG;
+	if (!s || !len || len > UINT32_MAX || el >= PFS_SSD_ETAG_MAX) {
+		rc = -EINVAL;
+		goto invalid;
+	}
+	if (!(klen = ssd_make_key(key, path, block))) {
+		rc = -ENAMETOOLONG;
+		goto invalid;
+	}
 	if (pfs_load(&s->disabled)) {
 		rc = -EAGAIN;
 		goto refuse;
 	}
-	/* The copy comes from the buffer pool: a buffer the writer gave back
-	 * moments ago, its pages already in (no page faults, no allocator). */
-	if (!(it = calloc(1, sizeof(*it) + klen)) || !(it->data = buf_get(s, len))) {
-		free(it);
+	if (!(it = calloc(1, sizeof(*it) + klen))) {
 		rc = -EAGAIN;
 		goto refuse;
 	}
 	it->kind = ITEM_PUT;
-	it->fp = fp;
 	it->len = len;
+	if (release) {
+		it->data = (void *)buf; /* read only, by the writer */
+		it->release = release;
+		it->rel_arg = arg;
+		release = NULL;         /* the item releases it now */
+	} else if ((it->data = buf_get(s, len))) {
+		/* The copy comes from the buffer pool: a buffer the writer gave
+		 * back moments ago, its pages already in (no page faults, no
+		 * allocator). */
+		memcpy(it->data, buf, len);
+	} else {
+		rc = -EAGAIN;
+		goto refuse;
+	}
+	it->fp = fp;
 	it->klen = klen;
 	it->cost = sizeof(*it) + klen + len;
 	memcpy(it->key, key, klen);
 	memcpy(it->etag, etag ? etag : "", el + 1);
-	memcpy(it->data, buf, len);
 
 	pthread_mutex_lock(&s->q_lock);
 	if (pfs_load(&s->disabled))
@@ -219,22 +243,33 @@ static int put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 		pfs_add(&s->st_queued, 1);
 		return 0;
 	}
-	ssd_item_free(s, it);
 refuse:
 	pfs_add(&s->st_dropped, 1);
+	if (it)
+		ssd_item_free(s, it);
+invalid:
+	if (release)
+		release(arg);
 	return rc;
 }
 
 int pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 		const char *etag, const void *buf, size_t len)
 {
-	return put(s, path, block, fp, etag, buf, len, 0);
+	return put(s, path, block, fp, etag, buf, len, 0, NULL, NULL);
+}
+
+int pfs_ssd_put_ref(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+		    const char *etag, const void *buf, size_t len, void (*release)(void *),
+		    void *arg)
+{
+	return put(s, path, block, fp, etag, buf, len, 0, release, arg);
 }
 
 int pfs_ssd_put_noevict(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 			const char *etag, const void *buf, size_t len)
 {
-	return put(s, path, block, fp, etag, buf, len, 1);
+	return put(s, path, block, fp, etag, buf, len, 1, NULL, NULL);
 }
 
 uint64_t pfs_ssd_room(struct pfs_ssd *s)

@@ -399,12 +399,14 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 	if (pfs_ftable_get(fs->ft, node, &info) < 0 || info.is_dir)
 		return -ENOENT;
 	struct pfs_fsi_fill c = {.fs = fs, .node = node, .size = info.size,
-				  .off = blk * fs->block_size, .fp = info.fp};
+				  .off = blk * fs->block_size, .fp = info.fp, .defer_ssd = 1};
 	struct pfs_block *b;
 	int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, blk, len, info.size,
 				PFS_BCACHE_PREFETCH, pfs_fsi_fill_block, &c, &b);
-	if (rc == 0)
+	if (rc == 0) {
+		pfs_fsi_ssd_put_block(fs, &c, b);
 		pfs_bcache_put(fs->cache, b);
+	}
 	return rc;
 }
 

@@ -26,6 +26,7 @@
 #include "../catalog/ftable.h"
 #include "../cache/bcache.h"
 #include "../cache/policy.h"
+#include "../cache/ssd.h"
 #include "../prefetch/prefetch.h"
 
 struct pfs_origin;
@@ -118,10 +119,18 @@ struct pfs_fsi_fill {
 	int in_ssd;                 /* set by the fill: found in or queued for
 				     * the SSD tier */
 	int from_origin;            /* set by the fill: fetched from the origin */
+	int defer_ssd;              /* leave the SSD put to pfs_fsi_ssd_put_block */
+	int ssd_pending;            /* set by the fill: that put is due */
+	char v[PFS_SSD_ETAG_MAX];   /* ssd_pending: the validator to store */
 };
 /* A RAM miss: the SSD tier, else the origin, under the file's pinned
  * version (a pfs_bcache_fill_fn; p: struct pfs_fsi_fill). */
 int pfs_fsi_fill_block(void *p, void *buf, size_t len);
+/* After a pfs_bcache_get whose fill (c, with defer_ssd) came from the
+ * origin: block b goes to the SSD tier without a copy (the tier's writer
+ * holds b's data until it is written, pfs_bcache_hold). Call while holding
+ * b; nothing to do when no put is due. */
+void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b);
 /* A warm-up's put into the SSD tier: only while the tier has room under
  * its budget (so it never evicts), waiting for room in the write queue
  * once. 0 (queued), -ENOSPC (no room), -EAGAIN (disabled, queue full). */

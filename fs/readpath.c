@@ -122,9 +122,12 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	if (rc == 0) {
 		uint64_t blk = c->off / c->fs->block_size;
 		c->from_origin = 1;
-		if (c->fs->ssd && c->warm)
+		if (c->fs->ssd && c->warm) {
 			c->in_ssd = pfs_fsi_ssd_put_warm(c->fs, path, blk, c->fp, v, buf, len) == 0;
-		else if (c->fs->ssd)
+		} else if (c->fs->ssd && c->defer_ssd) {
+			c->ssd_pending = 1;
+			snprintf(c->v, sizeof(c->v), "%s", v);
+		} else if (c->fs->ssd)
 			c->in_ssd = pfs_ssd_put(c->fs->ssd, path, blk, c->fp, v, buf, len) == 0;
 	} else if (rc != -ESTALE) {
 		char key[4200];
@@ -133,6 +136,20 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 				(unsigned long long)c->off, strerror(-rc));
 	}
 	return rc;
+}
+
+void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b)
+{
+	char path[4096];
+	if (!c->ssd_pending)
+		return;
+	c->ssd_pending = 0;
+	if (pfs_ftable_path(fs->ft, c->node, path, sizeof(path)) < 0)
+		return;
+	pfs_bcache_hold(b);
+	c->in_ssd = pfs_ssd_put_ref(fs->ssd, path, c->off / fs->block_size, c->fp, c->v,
+				    pfs_block_data(b), pfs_block_len(b), pfs_bcache_release,
+				    b) == 0;
 }
 
 int pfs_fsi_ssd_put_warm(struct pfs_fs *fs, const char *path, uint64_t blk, uint64_t fp,
@@ -157,9 +174,11 @@ static int get_block(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64
 		return pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags, src->fill,
 				      src->fill_ctx, out);
 	struct pfs_fsi_fill c = {.fs = fs, .node = src->node, .size = src->size, .off = boff,
-				  .fp = src->fp};
+				  .fp = src->fp, .defer_ssd = 1};
 	int rc = pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags,
 				pfs_fsi_fill_block, &c, out);
+	if (rc == 0)
+		pfs_fsi_ssd_put_block(fs, &c, *out);
 	if (missed)
 		*missed = c.called;
 	return rc;

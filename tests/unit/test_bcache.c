@@ -386,6 +386,28 @@ static void test_warm_takes_free_room_only(void **state)
 	pfs_bcache_destroy(c);
 }
 
+/* A held block's data outlives its eviction and the cache itself, until
+ * released (the SSD writer reads it later without a copy). */
+static void test_hold_outlives_eviction(void **state)
+{
+	(void)state;
+	struct pfs_bcache *c = new_cache(BS, BS);
+	struct pfs_block *b;
+	get_check(c, 1, 0, BS, &b);
+	pfs_bcache_hold(b);
+	pfs_bcache_hold(b);
+	const void *data = pfs_block_data(b);
+	pfs_bcache_put(c, b);
+	get_check(c, 2, 0, BS, NULL);         /* evicts (1, 0) */
+	assert_false(pfs_bcache_contains(c, 1, 0));
+	assert_true(bfx_data_ok(b, 1, 0, BS)); /* ASan: still mapped */
+	pfs_bcache_release(b);
+	pfs_bcache_destroy(c);
+	assert_ptr_equal(pfs_block_data(b), data);
+	assert_true(bfx_data_ok(b, 1, 0, BS));
+	pfs_bcache_release(b);                 /* the last: freed now */
+}
+
 static void test_destroy_returns_gauge(void **state)
 {
 	(void)state;
@@ -412,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_block_bigger_than_budget),
 		cmocka_unit_test(test_concurrent_stress),
 		cmocka_unit_test(test_warm_takes_free_room_only),
+		cmocka_unit_test(test_hold_outlives_eviction),
 		cmocka_unit_test(test_destroy_returns_gauge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

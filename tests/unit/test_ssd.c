@@ -342,6 +342,45 @@ static void test_noevict_under_lru(void **state)
 	assert_int_equal(stats(f).evictions, 1);
 }
 
+static int released;
+static void count_release(void *arg)
+{
+	assert_ptr_equal(arg, &released);
+	released++;
+}
+
+/* A put by reference: the writer stores the caller's bytes, and the
+ * release comes exactly once, after the write or at a refusal. */
+static void test_put_ref(void **state)
+{
+	struct fx *f = *state;
+	unsigned char buf[BS], out[BS];
+	char tag[PFS_SSD_ETAG_MAX];
+	for (size_t i = 0; i < BS; i++)
+		buf[i] = (unsigned char)(i * 7 + 3);
+	f->o.size = 2 * BS;
+	f->o.evict = PFS_SSD_EVICT_NONE;
+	assert_int_equal(pfs_ssd_open(&f->o, &f->s), 0);
+	released = 0;
+	assert_int_equal(pfs_ssd_put_ref(f->s, "R", 0, 1, "e", buf, BS, count_release,
+					 &released), 0);
+	pfs_ssd_flush(f->s);
+	assert_int_equal(released, 1);
+	assert_int_equal(pfs_ssd_get(f->s, "R", 0, 1, out, BS, tag), 0);
+	assert_memory_equal(out, buf, BS);
+	assert_string_equal(tag, "e");
+	/* Refusals release at once: bad arguments, and a full tier. */
+	assert_int_equal(pfs_ssd_put_ref(f->s, "R", 1, 1, NULL, buf, 0, count_release,
+					 &released), -EINVAL);
+	assert_int_equal(released, 2);
+	put_pattern(f, "S", 0, 1, BS);
+	assert_int_equal(pfs_ssd_put_ref(f->s, "T", 0, 1, NULL, buf, BS, count_release,
+					 &released), -ENOSPC);
+	assert_int_equal(released, 3);
+	pfs_ssd_flush(f->s);
+	assert_int_equal(released, 3);
+}
+
 static void test_queue_full(void **state)
 {
 	struct fx *f = *state;
@@ -410,7 +449,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_roundtrip), T(test_persist), T(test_stale), T(test_corrupt_data),
 		T(test_bad_index), T(test_lru_order), T(test_budget_lru_threads),
-		T(test_budget_none_threads), T(test_evict_none), T(test_noevict_under_lru),
+		T(test_budget_none_threads), T(test_evict_none), T(test_noevict_under_lru), T(test_put_ref),
 		T(test_queue_full),
 		T(test_zstd), T(test_auto),
 	};
