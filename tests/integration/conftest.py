@@ -27,6 +27,14 @@ Fixtures (all usable from any test module in this directory, e.g. test_s3.py):
                  mnt's FUSE connection (so the thread returns) and fails the test.
 
 Every test here needs /dev/fuse; they are skipped only when it is missing.
+
+Parallel runs: scripts/test runs `-n 2 --dist loadscope -m "not serial"`
+(pytest-xdist: each module on one worker), then `-m serial` alone. So a test
+must not depend on anything outside its tmp_path: free ports
+(helpers.nginx.free_port, per worker), tmp_path mountpoints, no fixed /tmp
+names. Mark a module or test `serial` (pytestmark = pytest.mark.serial) when
+it measures the machine (resident memory, throughput, prefetch keeping pace)
+and another test's load beside it would change the verdict.
 """
 import os
 import shutil
@@ -44,6 +52,12 @@ from helpers.dataset import make_tree  # noqa: E402
 from helpers.mount import Mount, MountError, abort_connection  # noqa: E402
 from helpers.nginx import Nginx  # noqa: E402
 from helpers.proxy import DelayProxy  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "serial: measures the machine; scripts/test runs it alone, "
+        "after the parallel (pytest-xdist) pass")
 
 
 @pytest.fixture(autouse=True, scope="session")

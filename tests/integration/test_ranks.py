@@ -39,6 +39,10 @@ from helpers.proxy import DelayProxy
 
 pytest.importorskip("torch")
 
+# Prefetch keeping pace with four ranks is a timing verdict: scripts/test
+# runs it alone (-m serial), not beside another test on a 2-core machine.
+pytestmark = pytest.mark.serial
+
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 KiB = 1 << 10
 WORLD = 4

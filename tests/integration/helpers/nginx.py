@@ -21,10 +21,33 @@ from pathlib import Path
 NGINX = "/usr/sbin/nginx"
 
 
+_next_port = None
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free on 127.0.0.1 now. Under pytest-xdist (PYTEST_XDIST_WORKER
+    gwN) each worker takes ports in turn from a range of its own below the
+    kernel's ephemeral range (1000 from 20000 + 1000 N), so a port one worker
+    found free is never handed to another worker, nor to an outgoing
+    connection, before its server binds it."""
+    global _next_port
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    lo = 20000 + 1000 * (int(worker[2:]) % 12)
+    if _next_port is None:
+        _next_port = lo
+    for _ in range(1000):
+        port, _next_port = _next_port, lo + (_next_port + 1 - lo) % 1000
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {lo}..{lo + 999}")
 
 
 def wait_port(port, timeout=10.0, proc=None):
