@@ -12,8 +12,9 @@
  *     fetched in exactly that order, at most `window` files ahead of the
  *     reader's position (the highest order index read so far). There may
  *     be several orders at once, one per stream (a stream per DDP rank):
- *     each has its own position and window, and the workers take the
- *     streams' next files in turn (round robin), so every rank is served;
+ *     each has its own position and window, and the workers take the next
+ *     file of the stream least far ahead of its reader (ties in turn), so
+ *     the rank about to run dry is served first when room is scarce;
  *     see "Order streams" below;
  *  3. background fill (no order this epoch): the files of the subtree being
  *     read that were not read yet this epoch, in a random order.

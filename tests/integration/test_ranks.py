@@ -9,7 +9,7 @@ the RAM tier holds half the data set; the data set's size is not a multiple
 of 4, so DistributedSampler pads each epoch with repeated samples. Every
 read reaches the daemon (the rank drops each file's pages after reading it).
 
-Verdicts: in the first epoch each rank's stream has at most 5% demand
+Verdicts: in the first epoch each rank's stream has at most 2% demand
 misses by its own counters; every sample's bytes hash to the source's;
 every sample is read each epoch, the padding on top; after two epochs the
 daemon counts exactly 2 (neither the ranks' interleaving nor the padding
@@ -19,10 +19,13 @@ Measured at 958deb4 (2 cores, load 7 to 40): 0 demand misses per rank in
 both epochs, 2.3 to 2.7 s per epoch, about 23 s for the four processes.
 The same run with one stream shared by the four ranks (the daemon before
 streams, in effect): 244 misses in 502 reads of the stream, 12.4 s per
-epoch. The bound was 1% until a run alone at load average 15 to 27 (other
-test suites and fuzzers on the 2 cores) gave 21 and 24 misses in a rank's
-501 reads, with and without that session's changes: 5% still fails a
-shared stream by a factor of 10.
+epoch. Until the prefetcher served the stream least far ahead of its
+reader first (it took the streams in turn), one rank in about three runs
+had 18 to 101 misses here while the others had none: the three other
+windows filled the RAM tier's staging area and the rank about to run dry
+waited its turn for each freed block. After: 0 misses per rank in 8 of 8
+runs at load average 10 to 20. The bound is 2% for load's sake, below
+every starved run seen.
 """
 import hashlib
 import json
@@ -54,7 +57,7 @@ FILE_SIZE = 16 * KiB      # ± 20%: 32 MB in all
 RAM_SIZE = "16M"          # half the data set
 DELAY_MS = 10             # each way: 20 ms RTT
 EPOCHS = 2
-MAX_MISS_RATIO = 0.05
+MAX_MISS_RATIO = 0.02
 RUN_TIMEOUT = 150.0
 
 

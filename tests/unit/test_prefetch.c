@@ -370,6 +370,40 @@ static void test_no_room_no_fetch(void **state)
 	assert_int_equal(drain(f), 3);
 }
 
+/* With room for one block at a time, the stream least far ahead of its
+ * reader is served first, not the next in turn: a rank that read ahead
+ * gets the freed room before ranks whose windows are already deep. */
+static void test_streams_neediest_first(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t a[8], b[8];
+	for (int i = 0; i < 8; i++) {
+		a[i] = f->small[i];
+		b[i] = f->small[8 + i];
+	}
+	uint64_t ia = pfs_prefetch_order_begin(f->p, "a");
+	uint64_t ib = pfs_prefetch_order_begin(f->p, "b");
+	pfs_prefetch_order_add(f->p, ia, a, 8, 0);
+	pfs_prefetch_order_add(f->p, ib, b, 8, 0);
+	assert_int_equal(drain(f), 10);          /* both windows (5) */
+	f->room = 0;
+	for (int i = 0; i < 4; i++)              /* a reads 4: 1 left ahead */
+		read_file(f, (uint32_t)a[i]);
+	for (int i = 0; i < 1; i++)              /* b reads 1: 4 left ahead */
+		read_file(f, (uint32_t)b[i]);
+	assert_int_equal(drain(f), 0);
+	f->room = 1;
+	size_t before = f->ngot;
+	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
+	assert_int_equal(f->got_node[before], a[5]); /* a: lead 1 < b: lead 4 */
+	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
+	assert_int_equal(f->got_node[before + 1], a[6]); /* lead 2 < 4 */
+	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
+	assert_int_equal(f->got_node[before + 2], a[7]);
+	assert_int_equal(pfs_prefetch_run_once(f->p), 1);
+	assert_int_equal(f->got_node[before + 3], b[5]); /* a is done */
+}
+
 static void test_background_fills_unread_files_of_subtree(void **state)
 {
 	struct fixture *f = *state;
@@ -556,6 +590,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_random_reader_gets_no_readahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interleaved_readers_are_sequential, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_room_no_fetch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_streams_neediest_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_fills_unread_files_of_subtree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_view_objects_fetched_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cached_items_skipped, setup, teardown),
