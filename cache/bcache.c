@@ -351,19 +351,6 @@ static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block 
 	 * are taken in, then replaced, every epoch. */
 	int worse = ranked(c) && pfs_load(&c->full) &&
 		    s->heap_len && key(c, e) > key(c, s->heap[0]);
-	/* A warm-up takes free room only: it never evicts what a job uses. */
-	if (flags & PFS_BCACHE_WARM) {
-		if (worse || !reserve(&c->bytes, e->len, c->budget))
-			return NOWHERE;
-		if (ranked(c) && heap_push(c, s, e) < 0) {
-			pfs_sub(&c->bytes, e->len);
-			return NOWHERE;
-		}
-		list_push(&s->lru, e);
-		pfs_add(&c->n.admitted, 1);
-		pfs_add(&c->n.resident_blocks, 1);
-		return RESIDENT;
-	}
 	if (e->len <= c->budget && !worse) {
 		for (;;) {
 			if (reserve(&c->bytes, e->len, c->budget)) {
@@ -376,6 +363,10 @@ static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block 
 				pfs_add(&c->n.resident_blocks, 1);
 				return RESIDENT;
 			}
+			/* A warm-up takes free room only: it never evicts what a
+			 * job uses (and is never staged, below). */
+			if (flags & PFS_BCACHE_WARM)
+				break;
 			pfs_store(&c->full, 1);
 			struct pfs_block *v = resident_victim(c, s, e);
 			if (!v)
