@@ -36,6 +36,7 @@ int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 	fs->origin = conf->origin;
 	fs->cache = conf->cache;
 	fs->ssd = conf->ssd;
+	fs->shared = conf->shared;
 	fs->epoch = conf->epoch;
 	fs->policy = conf->policy;
 	fs->views = conf->views;

@@ -31,6 +31,8 @@ struct pfs_views;
 struct fuse_lowlevel_ops;
 
 /* Borrowed, not owned: all must outlive the fs. */
+struct pfs_shared;
+
 struct pfs_fs_conf {
 	struct pfs_ftable *ft;
 	struct pfs_origin *origin;
@@ -40,6 +42,7 @@ struct pfs_fs_conf {
 	int policy;            /* enum pfs_policy */
 	struct pfs_views *views; /* NULL: no views */
 	size_t block_size;
+	struct pfs_shared *shared; /* NULL: no shared tier (cache/shared.h) */
 };
 
 struct pfs_fs;

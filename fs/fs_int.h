@@ -27,6 +27,7 @@
 #include "../cache/bcache.h"
 #include "../cache/policy.h"
 #include "../cache/ssd.h"
+#include "../cache/shared.h"
 #include "../prefetch/prefetch.h"
 
 struct pfs_origin;
@@ -43,6 +44,7 @@ struct pfs_fs {
 	struct pfs_origin *origin;
 	struct pfs_bcache *cache;
 	struct pfs_ssd *ssd;
+	struct pfs_shared *shared;     /* NULL: no shared tier */
 	struct pfs_epoch *epoch;
 	size_t block_size;
 	uid_t uid;
@@ -121,15 +123,23 @@ struct pfs_fsi_fill {
 	int from_origin;            /* set by the fill: fetched from the origin */
 	int defer_ssd;              /* leave the SSD put to pfs_fsi_ssd_put_block */
 	int ssd_pending;            /* set by the fill: that put is due */
-	char v[PFS_SSD_ETAG_MAX];   /* ssd_pending: the validator to store */
+	char v[PFS_SSD_ETAG_MAX];   /* ssd_pending, shared_pending: the
+				     * validator to store */
+	int from_shared;            /* set by the fill: found in the shared tier */
+	int shared_pending;         /* set by the fill: a shared put is due
+				     * (with defer_ssd), of shared_key */
+	int shared_unlock;          /* with shared_pending: release its lock */
+	struct pfs_shared_key shared_key;
 };
 /* A RAM miss: the SSD tier, else the origin, under the file's pinned
  * version (a pfs_bcache_fill_fn; p: struct pfs_fsi_fill). */
 int pfs_fsi_fill_block(void *p, void *buf, size_t len);
 /* After a pfs_bcache_get whose fill (c, with defer_ssd) came from the
- * origin: block b goes to the SSD tier without a copy (the tier's writer
- * holds b's data until it is written, pfs_bcache_hold). Call while holding
- * b; nothing to do when no put is due. */
+ * origin or the shared tier: block b goes to the SSD tier, and (from the
+ * origin) to the shared tier, without a copy (each tier's writer holds
+ * b's data until it is written, pfs_bcache_hold). Call while holding b;
+ * nothing to do when no put is due. After a fill that failed or did not
+ * run, it only releases the shared lock the fill may hold. */
 void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b);
 /* A warm-up's put into the SSD tier: only while the tier has room under
  * its budget (so it never evicts), waiting for room in the write queue

@@ -95,17 +95,60 @@ static int fill_from_origin(struct pfs_fsi_fill *c, const char *path, void *buf,
 	return rc;
 }
 
-/* A RAM miss: the SSD tier, else the origin (then written to the SSD tier
- * at once, so an unmount or a crash loses nothing that was fetched). */
+/* The shared tier's copy of a block, usable under the same rule as the
+ * SSD tier's: it must be of the version pinned for the file, or it pins
+ * its own. Objects without a validator are never shared. `wait`: wait for
+ * another's fetch (pfs_shared_wait). */
+static int fill_from_shared(struct pfs_fsi_fill *c, void *buf, size_t len, int wait)
+{
+	char pinned[PFS_ETAG_MAX], v[PFS_ETAG_MAX];
+	pfs_ftable_etag(c->fs->ft, c->node, pinned);
+	if (!strcmp(pinned, PFS_VALIDATOR_NONE))
+		return -ENOENT;
+	int rc = wait ? pfs_shared_wait(c->fs->shared, &c->shared_key, buf, len, v) :
+			pfs_shared_get(c->fs->shared, &c->shared_key, buf, len, v);
+	if (rc < 0)
+		return rc;
+	if (!pfs_validator_valid(v) || !strcmp(v, PFS_VALIDATOR_NONE))
+		return -ENOENT;
+	rc = pfs_ftable_set_etag(c->fs->ft, c->node, v);
+	if (rc < 0)
+		return rc; /* -ESTALE: another version is pinned; from the origin */
+	snprintf(c->v, sizeof(c->v), "%s", v);
+	return 0;
+}
+
+/* A block that came from the origin or the shared tier goes to the SSD
+ * tier (at once, or left to pfs_fsi_ssd_put_block with defer_ssd). */
+static void to_ssd(struct pfs_fsi_fill *c, const char *path, uint64_t blk, const char *v,
+		   const void *buf, size_t len)
+{
+	if (!c->fs->ssd)
+		return;
+	if (c->warm) {
+		c->in_ssd = pfs_fsi_ssd_put_warm(c->fs, path, blk, c->fp, v, buf, len) == 0;
+	} else if (c->defer_ssd) {
+		c->ssd_pending = 1;
+		snprintf(c->v, sizeof(c->v), "%s", v);
+	} else {
+		c->in_ssd = pfs_ssd_put(c->fs->ssd, path, blk, c->fp, v, buf, len) == 0;
+	}
+}
+
+/* A RAM miss: the SSD tier, else the shared tier, else the origin (then
+ * written to the SSD tier at once, so an unmount or a crash loses nothing
+ * that was fetched, and to the shared tier off the critical path). */
 int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 {
 	struct pfs_fsi_fill *c = p;
 	char path[4096];
 	char v[PFS_ETAG_MAX];
+	int lock = -1;
 	c->called = 1;
 	int rc = pfs_ftable_path(c->fs->ft, c->node, path, sizeof(path));
 	if (rc < 0)
 		return rc;
+	uint64_t blk = c->off / c->fs->block_size;
 	if (c->fs->ssd && fill_from_ssd(c, path, buf, len) == 0) {
 		c->in_ssd = 1;
 		return 0;
@@ -114,33 +157,62 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	rc = pfs_failmem_take(c->fs->failed, c->node, pfs_clock_ns());
 	if (rc < 0)
 		return rc;
+	if (c->fs->shared) {
+		pfs_shared_key(c->fs->shared, path, c->size, c->fp, blk, &c->shared_key);
+		rc = fill_from_shared(c, buf, len, 0);
+		if (rc != 0 && rc != -ESTALE) {
+			/* Several nodes (or threads) missing it at once: one
+			 * fetches, the others wait for its store. */
+			lock = pfs_shared_lock(c->fs->shared, &c->shared_key);
+			if (lock == 0)
+				rc = fill_from_shared(c, buf, len, 1);
+		}
+		if (rc == 0) {
+			c->from_shared = 1;
+			snprintf(v, sizeof(v), "%s", c->v);
+			to_ssd(c, path, blk, v, buf, len);
+			return 0;
+		}
+	}
 	rc = fill_from_origin(c, path, buf, len, v);
 	if (rc < 0)
 		pfs_failmem_note(c->fs->failed, c->node, rc, pfs_clock_ns());
 	else
 		pfs_failmem_clear(c->fs->failed, c->node);
 	if (rc == 0) {
-		uint64_t blk = c->off / c->fs->block_size;
 		c->from_origin = 1;
-		if (c->fs->ssd && c->warm) {
-			c->in_ssd = pfs_fsi_ssd_put_warm(c->fs, path, blk, c->fp, v, buf, len) == 0;
-		} else if (c->fs->ssd && c->defer_ssd) {
-			c->ssd_pending = 1;
-			snprintf(c->v, sizeof(c->v), "%s", v);
-		} else if (c->fs->ssd)
-			c->in_ssd = pfs_ssd_put(c->fs->ssd, path, blk, c->fp, v, buf, len) == 0;
+		to_ssd(c, path, blk, v, buf, len);
+		if (c->fs->shared && strcmp(v, PFS_VALIDATOR_NONE)) {
+			if (c->defer_ssd) {
+				c->shared_pending = 1;
+				c->shared_unlock = lock == 1;
+				snprintf(c->v, sizeof(c->v), "%s", v);
+			} else {
+				pfs_shared_put(c->fs->shared, &c->shared_key, v, buf, len,
+					       lock == 1, NULL, NULL);
+			}
+			lock = -1;
+		}
 	} else if (rc != -ESTALE) {
 		char key[4200];
 		snprintf(key, sizeof(key), "readfail:%s", path);
 		pfs_log_limited(PFS_LOG_WARN, key, "read of '%s' at %llu failed: %s", path,
 				(unsigned long long)c->off, strerror(-rc));
 	}
+	if (lock == 1)
+		pfs_shared_unlock(c->fs->shared, &c->shared_key);
 	return rc;
 }
 
 void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b)
 {
 	char path[4096];
+	if (c->shared_pending) {
+		c->shared_pending = 0;
+		pfs_bcache_hold(b);
+		pfs_shared_put(fs->shared, &c->shared_key, c->v, pfs_block_data(b),
+			       pfs_block_len(b), c->shared_unlock, pfs_bcache_release, b);
+	}
 	if (!c->ssd_pending)
 		return;
 	c->ssd_pending = 0;

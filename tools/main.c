@@ -26,6 +26,7 @@
 #include "../fs/views.h"
 #include "../cache/bcache.h"
 #include "../cache/ssd.h"
+#include "../cache/shared.h"
 #include "../fs/ctl.h"
 #include "../origin/manifest.h"
 #include "../origin/origin.h"
@@ -264,6 +265,7 @@ int main(int argc, char **argv)
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct pfs_origin *origin = NULL;
 	struct pfs_ssd *ssd = NULL;
+	struct pfs_shared *shared = NULL;
 	struct pfs_ftable *ft = NULL;
 	struct pfs_bcache *cache = NULL;
 	struct pfs_epoch *epoch = NULL;
@@ -312,6 +314,16 @@ int main(int argc, char **argv)
 		goto out_opts;
 	if (open_ssd(&o, pfs_origin_name(origin), &ssd) < 0)
 		goto out_origin;
+	if (o.shared_cache) {
+		struct pfs_shared_opts sho = {
+			.servers = o.shared_cache, .origin_id = pfs_origin_name(origin),
+			.block_size = o.block_size, .timeout = o.shared_timeout,
+			.retry = o.shared_retry, .lock_wait = o.shared_lock_wait,
+		};
+		if (pfs_shared_create(&sho, &shared) < 0)
+			goto out_ssd;
+		pfs_ctl_add_stats_source(pfs_shared_collect, shared);
+	}
 	double t0 = pfs_clock_s();
 	int rc = load_listing(&o, &oo, ssd, &ft);
 	if (rc < 0) {
@@ -339,7 +351,8 @@ int main(int argc, char **argv)
 	pfs_ctl_add_stats_source(pfs_epoch_collect, epoch);
 	if (pfs_views_create((unsigned)o.view_workers, o.view_max_pixels, &views) < 0)
 		goto out_cache;
-	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.policy, views, o.block_size};
+	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.policy, views, o.block_size,
+				   shared};
 	if (pfs_fs_create(&conf, &fs) < 0)
 		goto out_cache;
 	pfs_ctl_add_stats_source(pfs_fs_collect, fs);
@@ -398,6 +411,7 @@ out_cache:
 out_ft:
 	pfs_ftable_destroy(ft);
 out_ssd:
+	pfs_shared_destroy(shared); /* stores what is queued first */
 	pfs_ssd_close(ssd); /* waits for pending writes, releases the lock */
 out_origin:
 	pfs_origin_destroy(origin);

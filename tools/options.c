@@ -20,6 +20,7 @@
 
 #include "options.h"
 #include "config.h"
+#include "../cache/shared.h"
 #include "../util/units.h"
 #include "../util/url.h"
 
@@ -36,15 +37,17 @@ enum kind {
 	K_FRACTION, /* double 0..1, or a percentage */
 	K_RATE,     /* uint64_t bytes/s, "0" or "none" for no cap */
 	K_LOGLEVEL, /* enum pfs_log_level, by util/log.h's names */
+	K_SERVERS,  /* char *, a memcached server list, or "none" for NULL */
 };
 
 /* The sections of the file, in the order the help and the example show. */
-enum section { S_ORIGIN, S_CACHE, S_PREFETCH, S_VIEWS, S_MOUNT, NSECTIONS };
+enum section { S_ORIGIN, S_CACHE, S_SHARED, S_PREFETCH, S_VIEWS, S_MOUNT, NSECTIONS };
 static const struct {
 	const char *name, *help;
 } sections[NSECTIONS] = {
 	[S_ORIGIN] = {"origin", "where the data comes from, and how it is fetched"},
 	[S_CACHE] = {"cache", "the RAM tier and the SSD tier"},
+	[S_SHARED] = {"shared", "the shared tier: blocks in memcached servers that all nodes ask"},
 	[S_PREFETCH] = {"prefetch", "background fetches ahead of the data loader"},
 	[S_VIEWS] = {"views", "decoded and resized images under MOUNT/.prestofs/views/SPEC/"},
 	[S_MOUNT] = {"mount", "the FUSE mount"},
@@ -116,6 +119,19 @@ static const struct key keys[] = {
 	 S_CACHE, K_POLICY, OFF(policy), 0, 0, NULL},
 	{DOC("resident", "any", "WHICH", "which files the RAM tier prefers to keep"),
 	 S_CACHE, K_RESIDENT, OFF(resident), 0, 0, NULL},
+
+	{DOC("shared_cache", "none", "memcached://HOST:PORT+HOST:PORT...",
+	     "memcached servers of the shared tier ('+' between them); none: no shared tier"),
+	 S_SHARED, K_SERVERS, OFF(shared_cache), 0, 0,
+	 "memcached://HOST:PORT with '+' between servers, or none"},
+	{DOC("shared_timeout", "0.05", "SECONDS",
+	     "time limit of a shared-tier request; a server past it is skipped for shared_retry"),
+	 S_SHARED, K_SECONDS, OFF(shared_timeout), 0, 0, "seconds above 0, like 0.05"},
+	{DOC("shared_retry", "2", "SECONDS", "how long a failed memcached server is skipped"),
+	 S_SHARED, K_SECONDS, OFF(shared_retry), 0, 0, "seconds above 0, like 2"},
+	{DOC("shared_lock_wait", "0.5", "SECONDS",
+	     "how long a miss waits for another node's fetch of the same block"),
+	 S_SHARED, K_SECONDS, OFF(shared_lock_wait), 0, 0, "seconds above 0, like 0.5"},
 
 	{DOC("prefetch", "on", "on|off", "read ahead of the data loader"),
 	 S_PREFETCH, K_FLAG, OFF(prefetch), 0, 0, "on or off"},
@@ -189,6 +205,7 @@ void pfs_opts_finish(struct pfs_opts *o)
 	free(o->aws_profile);
 	free(o->aws_credentials_file);
 	free(o->ssd_dir);
+	free(o->shared_cache);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -460,6 +477,24 @@ int pfs_opts_set(struct pfs_opts *o, const char *key, const char *value,
 		if (parse_rate(value, &v))
 			goto bad;
 		*(uint64_t *)field = v;
+		return 0;
+	}
+	case K_SERVERS: {
+		char why[256];
+		if (!strcmp(value, "none")) {
+			free(*(char **)field);
+			*(char **)field = NULL;
+			return 0;
+		}
+		if (pfs_shared_parse_servers(value, why, sizeof(why)) < 0) {
+			snprintf(err, errcap, "invalid value for '%s': %s", key, why);
+			return -EINVAL;
+		}
+		char *s = strdup(value);
+		if (!s)
+			return -ENOMEM;
+		free(*(char **)field);
+		*(char **)field = s;
 		return 0;
 	}
 	}

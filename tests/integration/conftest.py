@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from helpers import prestofs_binary  # noqa: E402
 from helpers.dataset import make_tree  # noqa: E402
 from helpers.mount import Mount, MountError, abort_connection  # noqa: E402
+from helpers.memcached import Memcached  # noqa: E402
 from helpers.nginx import Nginx  # noqa: E402
 from helpers.proxy import DelayProxy  # noqa: E402
 
@@ -124,6 +125,22 @@ def nginx(tmp_path):
     yield factory
     for ng in servers:
         ng.stop()
+
+
+@pytest.fixture
+def memcached():
+    """memcached(memory_mb=64, item_max="2m", no_evict=False): a started
+    server (helpers/memcached.py), killed after the test."""
+    servers = []
+
+    def factory(**kw):
+        mc = Memcached(**kw)
+        servers.append(mc)
+        return mc.start()
+
+    yield factory
+    for mc in servers:
+        mc.stop()
 
 
 @pytest.fixture

@@ -125,6 +125,10 @@ static inline void assert_same_settings(const struct pfs_opts *a, const struct p
 	SAME(block_size);
 	SAME(policy);
 	SAME(resident);
+	SAME_STR(shared_cache);
+	SAME(shared_timeout);
+	SAME(shared_retry);
+	SAME(shared_lock_wait);
 	SAME(prefetch);
 	SAME(prefetch_inflight);
 	SAME(prefetch_window);

@@ -104,6 +104,8 @@ static void test_table_sections(void **state)
 		{"ram_size", "cache"}, {"ssd_dir", "cache"}, {"ssd_size", "cache"},
 		{"ssd_compress", "cache"}, {"block_size", "cache"}, {"policy", "cache"},
 		{"resident", "cache"},
+		{"shared_cache", "shared"}, {"shared_timeout", "shared"},
+		{"shared_retry", "shared"}, {"shared_lock_wait", "shared"},
 		{"prefetch", "prefetch"}, {"prefetch_inflight", "prefetch"},
 		{"prefetch_window", "prefetch"}, {"prefetch_ram_share", "prefetch"},
 		{"origin_bandwidth", "prefetch"},
@@ -289,7 +291,7 @@ static void test_unknown_section(void **state)
 {
 	(void)state;
 	load_fails("[cache]\nram_size = 1G\n\n[cahce]\nblock_size = 1M\n", 4,
-		   "unknown section [cahce]", "[origin], [cache], [prefetch], [views], [mount]", NULL);
+		   "unknown section [cahce]", "[origin], [cache], [shared], [prefetch], [views], [mount]", NULL);
 	/* Even with no keys under it. */
 	load_fails("[origin]\n[bogus]\n", 2, "[bogus]", NULL);
 	/* Section names are case-sensitive, like keys. */

@@ -74,7 +74,7 @@ static void test_table_rows(void **state)
 	(void)state;
 	size_t n = pfs_opts_nkeys();
 	size_t ns = pfs_opts_nsections();
-	assert_int_equal(ns, 5);
+	assert_int_equal(ns, 6);
 	assert_null(pfs_opts_section_name(ns));
 	assert_null(pfs_opts_section_help(ns));
 	struct pfs_opt_doc d;

@@ -1,0 +1,135 @@
+/* shared.h - the shared tier: blocks kept in memcached servers that every
+ * node of a cluster asks, between the SSD tier and the origin.
+ *
+ * RAM -> SSD -> shared -> origin. A block that came from the origin is
+ * stored here off the read's critical path (one writer thread, a bounded
+ * queue); a miss in RAM and SSD asks here first. The servers are spread
+ * over by libmemcached's consistent hashing (ketama), so the nodes' caches
+ * add up, and a dead server's keys fall to the others.
+ *
+ * Keys: "pfs1:" + 32 hex digits of XXH3-128 over (origin identity, path,
+ * listing fingerprint, size, block size) + ":" + the block index in hex:
+ * under memcached's 250 bytes, and no path or origin in the clear. Values:
+ * a header (magic, format version, length, XXH3-128 of the key, validator,
+ * checksum of validator and data) then the block. A get checks all of it
+ * against what it asked for: any mismatch is counted, the item deleted,
+ * and the get is a miss. So garbage written by another client under one of
+ * our keys is never served (the checksum is not a MAC: memcached has no
+ * authentication, and whoever can write to it on purpose can forge one;
+ * bind it to a private network, see prestofs(1)).
+ *
+ * The caller (fs/) pins the validator a value carries, as for the SSD tier:
+ * a block of another version than the one pinned is never used.
+ *
+ * Failures never fail a read: a dead or slow server costs at most about
+ * `timeout` per request, is skipped for `retry` seconds (per connection),
+ * and the get is a miss. Too-large items (memcached's -I) are counted and
+ * logged once.
+ *
+ * No herd: pfs_shared_lock() adds a lock item (TTL 2 s) for a missing
+ * block; the one caller that adds it fetches from the origin, the others
+ * wait for the block in memcached (pfs_shared_wait: polls, at most
+ * lock_wait) and then fetch it themselves.
+ *
+ * Thread-safe: connections come from a pool (at most PFS_SHARED_CONNS);
+ * the store queue has its own lock. Never logs a key's inputs' secrets:
+ * the origin identity given must be secret-free.
+ */
+#ifndef PFS_SHARED_H
+#define PFS_SHARED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/stats.h"
+
+#define PFS_SHARED_CONNS 32
+#define PFS_SHARED_KEY_MAX 64
+#define PFS_SHARED_VALIDATOR_MAX 128 /* PFS_ETAG_MAX */
+#define PFS_SHARED_QUEUE_MAX (64u << 20) /* bytes of blocks waiting to be stored */
+
+struct pfs_shared_opts {
+	const char *servers;   /* "host:port+host:port..." (copied) */
+	const char *origin_id; /* secret-free origin name, part of every key */
+	size_t block_size;
+	double timeout;        /* seconds, a request's bound (0.05) */
+	double retry;          /* seconds a failed server is skipped (2) */
+	double lock_wait;      /* seconds a get waits for another's fetch (0.5) */
+};
+
+/* A block's key (pfs_shared_key). */
+struct pfs_shared_key {
+	char k[PFS_SHARED_KEY_MAX];
+	size_t klen;
+	uint64_t h[2]; /* XXH3-128 of k, in every value */
+};
+
+struct pfs_shared;
+
+/* Parses a server list: "host:port" items joined by '+' (or ','), host a
+ * name, an IPv4 address or [IPv6]; port 1 to 65535 (no default, so a typo
+ * shows). With a "memcached://" prefix or none. 0, or -EINVAL with a
+ * message in err. */
+int pfs_shared_parse_servers(const char *spec, char *err, size_t errcap);
+
+/* Connects nothing yet (connections open on first use). 0 and *out, or
+ * -EINVAL (bad server list: logged), -ENOMEM. */
+int pfs_shared_create(const struct pfs_shared_opts *o, struct pfs_shared **out);
+/* Stores what is queued (at most ~1 s), then frees. NULL ok. */
+void pfs_shared_destroy(struct pfs_shared *s);
+
+void pfs_shared_key(const struct pfs_shared *s, const char *path, uint64_t size, uint64_t fp,
+		    uint64_t blk, struct pfs_shared_key *out);
+
+/* Block `key` into buf (exactly len bytes) and its validator into v
+ * (PFS_SHARED_VALIDATOR_MAX). 0: a hit whose header, length and checksum
+ * all check; -ENOENT: a miss (also after a bad value, deleted, or any
+ * server failure or timeout). Never another error. */
+int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, void *buf,
+		   size_t len, char *v);
+
+/* Before fetching a missing block from the origin: 1 when this caller
+ * holds the block's lock (it must end with pfs_shared_put(..., 1, ...) or
+ * pfs_shared_unlock), 0 when another node or thread does (call
+ * pfs_shared_wait), -1 when the servers do not answer (fetch, no lock). */
+int pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key);
+/* Waits up to lock_wait for another's fetch of `key` to be stored, as
+ * pfs_shared_get. Counts shared.lock_waits. */
+int pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key, void *buf,
+		    size_t len, char *v);
+/* Releases a held lock (the fetch failed); queued, never blocks. */
+void pfs_shared_unlock(struct pfs_shared *s, const struct pfs_shared_key *key);
+
+/* Queues a store of block `key` (data, len bytes, validator v) and, when
+ * `unlock`, the release of its lock after it. With release NULL the data
+ * is copied now; else it stays the caller's until release(arg), called at
+ * once when the put is refused, else by the writer after the store.
+ * Returns 0, or -EAGAIN (queue full: counted as dropped; a held lock is
+ * released all the same), -EINVAL (v empty or "-": objects without a
+ * validator are not shared), -ENOMEM. */
+int pfs_shared_put(struct pfs_shared *s, const struct pfs_shared_key *key, const char *v,
+		   const void *data, size_t len, int unlock, void (*release)(void *),
+		   void *arg);
+
+/* Waits until every store queued so far is done (tests, unmount). */
+void pfs_shared_flush(struct pfs_shared *s);
+
+struct pfs_shared_stats {
+	uint64_t hits, misses;      /* gets: checked hits / all else */
+	uint64_t stores;            /* values stored */
+	uint64_t bytes;             /* block bytes stored (without headers) */
+	uint64_t errors;            /* requests a server failed (not timeouts) */
+	uint64_t timeouts;          /* requests past `timeout` */
+	uint64_t checksum_failures; /* values that did not check (deleted) */
+	uint64_t lock_waits;        /* gets that waited for another's fetch */
+	uint64_t lock_wait_hits;    /* of those, found it */
+	uint64_t too_large;         /* stores refused as larger than -I */
+	uint64_t dropped;           /* stores not queued (queue full) */
+	uint64_t queued;            /* gauge: stores waiting (0: drained) */
+	uint64_t servers;           /* gauge: servers configured */
+};
+void pfs_shared_stats(struct pfs_shared *s, struct pfs_shared_stats *out);
+/* Stats source (pfs_stats_fn): shared.hits, ... (prestofs(1)). NULL: zeros. */
+void pfs_shared_collect(void *s, struct pfs_stat_list *l);
+
+#endif
