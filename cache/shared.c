@@ -76,7 +76,7 @@ struct pfs_shared {
 
 	/* counters: pfs_add/pfs_load */
 	uint64_t st_hits, st_misses, st_stores, st_bytes, st_errors, st_timeouts,
-		st_bad, st_waits, st_wait_hits, st_big, st_dropped;
+		st_bad, st_stale, st_waits, st_wait_hits, st_big, st_dropped;
 	int warned_big;          /* atomic: the too-large warning was given */
 };
 
@@ -241,9 +241,10 @@ static int check_value(const struct pfs_shared_key *key, const char *val, size_t
 	return 0;
 }
 
-/* One get: 0 (checked hit), -ENOENT (absent), -EIO (failed or bad). */
-static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, void *buf,
-		    size_t len, char *v)
+/* One get: 0 (checked hit), -ENOENT (absent), -ESTALE (another version
+ * than pinned), -EIO (failed or bad). */
+static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, const char *pinned,
+		    void *buf, size_t len, char *v)
 {
 	memcached_st *m = conn_get(s);
 	if (!m)
@@ -263,6 +264,9 @@ static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, void
 					key->k, vallen);
 			memcached_delete(m, key->k, key->klen, 0);
 			ret = -EIO;
+		} else if (pinned && pinned[0] && strcmp(pinned, v)) {
+			pfs_add(&s->st_stale, 1);
+			ret = -ESTALE;
 		}
 	} else if (rc == MEMCACHED_NOTFOUND || (rc == MEMCACHED_SUCCESS && !val)) {
 		ret = -ENOENT;
@@ -275,10 +279,10 @@ static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, void
 	return ret;
 }
 
-int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, void *buf,
-		   size_t len, char *v)
+int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, const char *pinned,
+		   void *buf, size_t len, char *v)
 {
-	if (get_once(s, key, buf, len, v) == 0) {
+	if (get_once(s, key, pinned, buf, len, v) == 0) {
 		pfs_add(&s->st_hits, 1);
 		return 0;
 	}
@@ -328,13 +332,13 @@ static int lock_held(struct pfs_shared *s, const struct pfs_shared_key *key)
 	return ret;
 }
 
-int pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key, void *buf,
-		    size_t len, char *v)
+int pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key,
+		    const char *pinned, void *buf, size_t len, char *v)
 {
 	uint64_t end = pfs_clock_ns() + (uint64_t)(s->lock_wait * 1e9), pause = POLL_MIN_NS;
 	pfs_add(&s->st_waits, 1);
 	for (;;) {
-		int rc = get_once(s, key, buf, len, v);
+		int rc = get_once(s, key, pinned, buf, len, v);
 		if (rc == 0) {
 			pfs_add(&s->st_hits, 1);
 			pfs_add(&s->st_wait_hits, 1);
@@ -641,6 +645,7 @@ void pfs_shared_stats(struct pfs_shared *s, struct pfs_shared_stats *out)
 	out->errors = pfs_load(&s->st_errors);
 	out->timeouts = pfs_load(&s->st_timeouts);
 	out->checksum_failures = pfs_load(&s->st_bad);
+	out->stale = pfs_load(&s->st_stale);
 	out->lock_waits = pfs_load(&s->st_waits);
 	out->lock_wait_hits = pfs_load(&s->st_wait_hits);
 	out->too_large = pfs_load(&s->st_big);
@@ -660,6 +665,7 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("shared.errors", errors, 0),
 	ROW("shared.timeouts", timeouts, 0),
 	ROW("shared.checksum_failures", checksum_failures, 0),
+	ROW("shared.stale", stale, 0),
 	ROW("shared.lock_waits", lock_waits, 0),
 	ROW("shared.lock_wait_hits", lock_wait_hits, 0),
 	ROW("shared.too_large", too_large, 0),

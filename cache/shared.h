@@ -82,11 +82,13 @@ void pfs_shared_key(const struct pfs_shared *s, const char *path, uint64_t size,
 		    uint64_t blk, struct pfs_shared_key *out);
 
 /* Block `key` into buf (exactly len bytes) and its validator into v
- * (PFS_SHARED_VALIDATOR_MAX). 0: a hit whose header, length and checksum
- * all check; -ENOENT: a miss (also after a bad value, deleted, or any
+ * (PFS_SHARED_VALIDATOR_MAX). `pinned`: the version the caller must have
+ * ("" or NULL: any). 0: a hit whose header, length and checksum all check
+ * (and whose validator is `pinned`); -ENOENT: a miss (also after a bad
+ * value, deleted; a value of another version, counted as stale; any
  * server failure or timeout). Never another error. */
-int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, void *buf,
-		   size_t len, char *v);
+int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, const char *pinned,
+		   void *buf, size_t len, char *v);
 
 /* Before fetching a missing block from the origin: 1 when this caller
  * holds the block's lock (it must end with pfs_shared_put(..., 1, ...) or
@@ -95,8 +97,8 @@ int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, void 
 int pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key);
 /* Waits up to lock_wait for another's fetch of `key` to be stored, as
  * pfs_shared_get. Counts shared.lock_waits. */
-int pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key, void *buf,
-		    size_t len, char *v);
+int pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key,
+		    const char *pinned, void *buf, size_t len, char *v);
 /* Releases a held lock (the fetch failed); queued, never blocks. */
 void pfs_shared_unlock(struct pfs_shared *s, const struct pfs_shared_key *key);
 
@@ -121,6 +123,7 @@ struct pfs_shared_stats {
 	uint64_t errors;            /* requests a server failed (not timeouts) */
 	uint64_t timeouts;          /* requests past `timeout` */
 	uint64_t checksum_failures; /* values that did not check (deleted) */
+	uint64_t stale;             /* values of another version than pinned */
 	uint64_t lock_waits;        /* gets that waited for another's fetch */
 	uint64_t lock_wait_hits;    /* of those, found it */
 	uint64_t too_large;         /* stores refused as larger than -I */

@@ -105,8 +105,8 @@ static int fill_from_shared(struct pfs_fsi_fill *c, void *buf, size_t len, int w
 	pfs_ftable_etag(c->fs->ft, c->node, pinned);
 	if (!strcmp(pinned, PFS_VALIDATOR_NONE))
 		return -ENOENT;
-	int rc = wait ? pfs_shared_wait(c->fs->shared, &c->shared_key, buf, len, v) :
-			pfs_shared_get(c->fs->shared, &c->shared_key, buf, len, v);
+	int rc = wait ? pfs_shared_wait(c->fs->shared, &c->shared_key, pinned, buf, len, v) :
+			pfs_shared_get(c->fs->shared, &c->shared_key, pinned, buf, len, v);
 	if (rc < 0)
 		return rc;
 	if (!pfs_validator_valid(v) || !strcmp(v, PFS_VALIDATOR_NONE))

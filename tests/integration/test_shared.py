@@ -1,0 +1,409 @@
+"""The shared tier (issue 16): blocks in memcached that every node asks
+before the origin, never at the cost of a wrong byte or a failed read.
+
+Real servers: nginx, three memcached (-I 2m) started by the test, two or
+three prestofs daemons on their own mountpoints over one origin.
+- What mount A fetched, mount B reads from memcached: at most 1% of B's
+  blocks come from the origin, every byte exact.
+- kill -9 of one memcached while B reads: every read succeeds and is exact;
+  that server's share comes from the origin.
+- Garbage under real keys (random bytes, a truncated value, a flipped byte,
+  another key's value): counted, deleted, refetched, exact.
+- The object changes on the origin: a new mount never gets the old bytes;
+  a mount that pinned the new version never mixes in old blocks that are
+  still in memcached.
+- A memcached that refuses items (-M, little memory), one whose items are
+  too small for a block (-I 1m with 1M blocks), one that never answers,
+  one that is not there: no read fails.
+- Two mounts missing the same blocks at once: one fetches, the other
+  waits for it (the lock); bad option values name themselves.
+Every wait is bounded; verdicts are counts and hashes, not times.
+"""
+import hashlib
+import os
+import random
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from helpers.compare import drop_page_cache, read_all
+
+KiB = 1 << 10
+MiB = 1 << 20
+WAIT = 60.0
+
+
+def make_files(root, count, lo, hi, seed):
+    rng = random.Random(seed)
+    out = {}
+    for i in range(count):
+        rel = f"d{i % 3}/f{i:03d}.bin"
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        data = rng.randbytes(rng.randint(lo, hi))
+        p.write_bytes(data)
+        out[rel] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def nblocks(root, files, bs):
+    return sum(-(-(root / r).stat().st_size // bs) for r in files)
+
+
+def sha_of(path):
+    drop_page_cache(path)
+    return hashlib.sha256(read_all(path)).hexdigest()
+
+
+def shared_stats(m):
+    return m.stats()["shared"]
+
+
+def wait_drained(m):
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if shared_stats(m)["queued"] == 0:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"stores never drained: {shared_stats(m)}")
+
+
+def requests(m):
+    return m.stats()["origin"]["requests"]
+
+
+def read_checked(m, files, threads=1):
+    """Reads every file through m (in `threads` threads), returns the
+    files whose bytes were wrong or whose read failed."""
+    bad, lock = [], threading.Lock()
+    items = sorted(files.items())
+
+    def work(part):
+        for rel, digest in part:
+            try:
+                ok = sha_of(m.path / rel) == digest
+            except OSError as e:
+                ok = False
+                rel = f"{rel}: {e}"
+            if not ok:
+                with lock:
+                    bad.append(rel)
+
+    ts = [threading.Thread(target=work, args=(items[i::threads],)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(WAIT * 2)
+        assert not t.is_alive(), "a reader hung"
+    return bad
+
+
+def servers(*mcs):
+    return "memcached://" + "+".join(mc.url for mc in mcs)
+
+
+def opts(mcs, **kw):
+    o = {"ram_size": "64M", "block_size": "128K", "prefetch": "off",
+         "shared_cache": servers(*mcs)}
+    o.update(kw)
+    return o
+
+
+@pytest.fixture
+def three(memcached):
+    return [memcached() for _ in range(3)]
+
+
+def test_second_mount_reads_from_shared(tmp_path, nginx, mount, three):
+    src = tmp_path / "src"
+    files = make_files(src, 60, 1, 400 * KiB, 1)
+    (src / "empty.bin").write_bytes(b"")
+    files["empty.bin"] = hashlib.sha256(b"").hexdigest()
+    blocks = nblocks(src, files, 128 * KiB)
+    ng = nginx(src)
+    a = mount(ng.url, opts(three), name="a")
+    assert read_checked(a, files) == []
+    wait_drained(a)
+    sa = shared_stats(a)
+    assert sa["stores"] == blocks and sa["hits"] == 0, sa
+    assert sa["errors"] == 0 and sa["timeouts"] == 0 and sa["servers"] == 3
+    # The ring spreads the keys over all three servers.
+    per_server = [len([k for k in mc.keys() if not k.endswith(":L")]) for mc in three]
+    assert sum(per_server) == blocks and min(per_server) > 0, per_server
+    # No key shows a path or the origin.
+    for mc in three:
+        for k in mc.keys():
+            assert k.startswith("pfs1:") and "/" not in k and ".bin" not in k, k
+
+    b = mount(ng.url, opts(three, ssd_dir=str(tmp_path / "ssd-b")), name="b")
+    r0 = requests(b)
+    assert read_checked(b, files, threads=4) == []
+    sb = shared_stats(b)
+    assert requests(b) - r0 <= blocks // 100, (requests(b) - r0, blocks)
+    assert sb["hits"] >= blocks - blocks // 100 and sb["checksum_failures"] == 0, sb
+    # Blocks from the shared tier are not stored back, but go to B's SSD tier.
+    wait_drained(b)
+    assert shared_stats(b)["stores"] == requests(b) - r0
+    assert b.stats()["ssd"]["queued"] >= blocks - blocks // 100
+
+
+def test_kill9_one_server_while_reading(tmp_path, nginx, mount, three):
+    src = tmp_path / "src"
+    files = make_files(src, 90, 10 * KiB, 300 * KiB, 2)
+    ng = nginx(src)
+    a = mount(ng.url, opts(three), name="a")
+    assert read_checked(a, files) == []
+    wait_drained(a)
+    victim = three[1]
+    victim_keys = len(victim.keys())
+    assert victim_keys > 0
+
+    b = mount(ng.url, opts(three), name="b")
+    r0 = requests(b)
+    items = sorted(files.items())
+    first, rest = dict(items[:30]), dict(items[30:])
+    assert read_checked(b, first, threads=4) == []
+    victim.kill9()
+    assert read_checked(b, rest, threads=4) == []
+    sb = shared_stats(b)
+    fetched = requests(b) - r0
+    # That server's share (about a third) came from the origin, nothing
+    # failed, and the failures were noticed and bounded.
+    assert fetched > 0, sb
+    assert sb["errors"] + sb["timeouts"] >= 1, sb
+    assert fetched <= nblocks(src, rest, 128 * KiB), (fetched, sb)
+    # And again, now that the ring has settled: still exact.
+    assert read_checked(b, files) == []
+
+
+def test_garbage_values_are_detected(tmp_path, nginx, mount, three):
+    src = tmp_path / "src"
+    files = make_files(src, 24, 20 * KiB, 100 * KiB, 3)
+    ng = nginx(src)
+    a = mount(ng.url, opts(three), name="a")
+    assert read_checked(a, files) == []
+    wait_drained(a)
+    located = [(mc, k) for mc in three for k in mc.keys() if k.startswith("pfs1:")]
+    assert len(located) == len(files)
+    rng = random.Random(7)
+    rng.shuffle(located)
+    donor_mc, donor_key = located[-1]
+    donor = donor_mc.get(donor_key)
+    assert donor is not None and len(donor) > 40
+    corrupt = []
+    for i, (mc, k) in enumerate(located[:8]):
+        good = mc.get(k)
+        assert good is not None
+        if i % 4 == 0:
+            bad = rng.randbytes(len(good))             # random bytes
+        elif i % 4 == 1:
+            bad = good[:len(good) // 2]                # truncated
+        elif i % 4 == 2:
+            j = len(good) - 1 - rng.randrange(len(good) // 2)
+            bad = good[:j] + bytes([good[j] ^ 0x40]) + good[j + 1:]  # one bit
+        else:
+            bad = donor                                # another key's value
+        assert mc.set(k, bad)
+        corrupt.append((mc, k, bad))
+    b = mount(ng.url, opts(three), name="b")
+    r0 = requests(b)
+    assert read_checked(b, files) == []
+    sb = shared_stats(b)
+    assert sb["checksum_failures"] == len(corrupt), sb
+    assert requests(b) - r0 == len(corrupt)
+    wait_drained(b)
+    # Each bad value was replaced by B's good one.
+    for mc, k, bad in corrupt:
+        now = mc.get(k)
+        assert now is not None and now != bad, k
+
+
+def test_changed_object_never_served_old(tmp_path, nginx, mount, three):
+    src = tmp_path / "src"
+    rng = random.Random(4)
+    v1 = rng.randbytes(640 * KiB)   # five 128K blocks
+    v2 = bytearray(v1)
+    for i in range(0, len(v2), 128 * KiB):
+        v2[i + 5] ^= 0xff            # every block differs, same size
+    v2 = bytes(v2)
+    (src / "d").mkdir(parents=True)
+    (src / "d/obj.bin").write_bytes(v1)
+    # v1 and v2 differ in their seconds (nginx's ETag) but not in the
+    # listing (an index shows minutes): the mounts below list both alike.
+    t1 = (int(time.time()) // 60 - 5) * 60
+    os.utime(src / "d/obj.bin", (t1, t1))
+    others = make_files(src, 6, 1 * KiB, 50 * KiB, 5)
+    ng = nginx(src)
+    a = mount(ng.url, opts(three), name="a")
+    assert sha_of(a.path / "d/obj.bin") == hashlib.sha256(v1).hexdigest()
+    assert read_checked(a, others) == []
+    wait_drained(a)
+
+    # B lists the old version, then the object changes on the origin
+    # (same size, same listing): B pins whatever answers first.
+    b = mount(ng.url, opts(three), name="b")
+    (src / "d/obj.bin").write_bytes(v2)
+    os.utime(src / "d/obj.bin", (t1 + 5, t1 + 5))
+    got = read_all(b.path / "d/obj.bin")
+    assert got in (v1, v2), "a mix of two versions"
+
+    # C lists it alike, but block 0 is gone from memcached: C pins v2 from
+    # the origin, and the four v1 blocks still in memcached under C's
+    # keys must not be mixed in.
+    c = mount(ng.url, opts(three), name="c")
+    keys = [(mc, k) for mc in three for k in mc.keys() if k.startswith("pfs1:")]
+    v1_keys = len(keys)
+    for mc, k in keys:
+        if k.endswith(":0"):
+            mc._cmd(f"delete {k}\r\n".encode())
+    fd = os.open(c.path / "d/obj.bin", os.O_RDONLY)
+    try:
+        head = os.pread(fd, 4096, 0)          # block 0: from the origin, v2
+        assert head == v2[:4096]
+        rest = os.pread(fd, len(v2), 0)
+    finally:
+        os.close(fd)
+    assert rest == v2, "old blocks served after the new version was pinned"
+    assert v1_keys >= 5 + len(others)
+    sc = shared_stats(c)
+    assert sc["hits"] == 0 and sc["stale"] == 4, sc
+
+    # D lists the new version (new mtime): never the old bytes.
+    later = time.time() + 3600
+    os.utime(src / "d/obj.bin", (later, later))
+    d = mount(ng.url, opts(three), name="d")
+    assert sha_of(d.path / "d/obj.bin") == hashlib.sha256(v2).hexdigest()
+
+
+def test_server_refuses_items(tmp_path, nginx, mount, memcached):
+    src = tmp_path / "src"
+    files = make_files(src, 40, 50 * KiB, 120 * KiB, 6)
+    ng = nginx(src)
+    full = memcached(memory_mb=4, no_evict=True)
+    a = mount(ng.url, opts([full]), name="a")
+    assert read_checked(a, files, threads=4) == []
+    wait_drained(a)
+    sa = shared_stats(a)
+    assert sa["stores"] + sa["errors"] + sa["too_large"] == len(files), sa
+    assert sa["errors"] > 0, sa         # out of memory: refused, not evicted
+    b = mount(ng.url, opts([full]), name="b")
+    assert read_checked(b, files, threads=4) == []
+    assert shared_stats(b)["hits"] == sa["stores"]
+
+
+def test_items_too_large(tmp_path, nginx, mount, memcached):
+    src = tmp_path / "src"
+    files = make_files(src, 6, 1100 * KiB, 2 * MiB, 8)
+    ng = nginx(src)
+    small = memcached(item_max="1m")
+    a = mount(ng.url, opts([small], block_size="1M"), name="a")
+    assert read_checked(a, files) == []
+    wait_drained(a)
+    sa = shared_stats(a)
+    assert sa["too_large"] >= len(files) and sa["errors"] == 0, sa
+    assert a.stderr_text(100000).count("-I larger than block_size") == 1
+
+
+def _blackhole():
+    """A TCP server that accepts and never answers (a hung memcached)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(512)
+    conns = []
+    stop = threading.Event()
+
+    def loop():
+        s.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conns.append(s.accept()[0])
+            except OSError:
+                pass
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    return s, conns, stop
+
+
+def test_hung_and_missing_servers(tmp_path, nginx, mount, memcached):
+    src = tmp_path / "src"
+    files = make_files(src, 60, 1 * KiB, 200 * KiB, 9)
+    blocks = nblocks(src, files, 128 * KiB)
+    ng = nginx(src)
+    hole, conns, stop = _blackhole()
+    with socket.socket() as gone:
+        gone.bind(("127.0.0.1", 0))
+        dead_port = gone.getsockname()[1]   # closed again: refused
+    try:
+        good = memcached()
+        spec = (f"memcached://127.0.0.1:{hole.getsockname()[1]}+127.0.0.1:{dead_port}"
+                f"+{good.url}")
+        a = mount(ng.url, {"ram_size": "64M", "block_size": "128K", "prefetch": "off",
+                           "shared_cache": spec, "shared_timeout": "0.05",
+                           "shared_retry": "30"}, name="a")
+        t0 = time.monotonic()
+        assert read_checked(a, files, threads=4) == []
+        sa = shared_stats(a)
+        assert sa["timeouts"] + sa["errors"] >= 1, sa
+        # A hung server costs a timeout per connection, then is skipped
+        # for shared_retry: far fewer timeouts than requests.
+        assert sa["timeouts"] <= 4 * 32, sa
+        assert requests(a) >= blocks
+        wait_drained(a)
+        assert shared_stats(a)["stores"] > 0
+        elapsed = time.monotonic() - t0
+        assert elapsed < WAIT, elapsed
+    finally:
+        stop.set()
+        hole.close()
+        for c in conns:
+            c.close()
+
+
+def test_herd_one_fetch(tmp_path, nginx, delay_proxy, mount, three):
+    src = tmp_path / "src"
+    files = make_files(src, 40, 20 * KiB, 60 * KiB, 10)
+    ng = nginx(src)
+    px = delay_proxy(ng.port, delay_ms=100)
+    a = mount(px.url, opts(three), name="a")
+    b = mount(px.url, opts(three), name="b")
+    r0 = requests(a) + requests(b)
+    order = sorted(files)
+    barrier = threading.Barrier(8)
+    bad = []
+
+    def reader(m, k):
+        barrier.wait(timeout=WAIT)
+        for rel in order[k::4]:
+            if sha_of(m.path / rel) != files[rel]:
+                bad.append(rel)
+    ts = [threading.Thread(target=reader, args=(m, k)) for m in (a, b) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(WAIT * 2)
+    assert not bad
+    fetched = requests(a) + requests(b) - r0
+    waits = shared_stats(a)["lock_waits"] + shared_stats(b)["lock_waits"]
+    # Without the lock both mounts fetch (nearly) every file: 2 x 40.
+    assert fetched <= len(files) + len(files) // 4, (fetched, waits)
+    assert waits >= len(files) // 2, waits
+
+
+@pytest.mark.parametrize("value,word", [
+    ("memcached://", "no server"),
+    ("memcached://host", "HOST:PORT"),
+    ("memcached://127.0.0.1:0", "port"),
+    ("memcached://127.0.0.1:70000", "port"),
+    ("memcached://[::1", "[ADDRESS]:PORT"),
+])
+def test_bad_server_lists(tmp_path, prestofs_bin, value, word):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "mnt").mkdir()
+    p = subprocess.run([str(prestofs_bin), str(tmp_path / "src"), str(tmp_path / "mnt"),
+                        "-f", "-o", f"shared_cache={value}"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0
+    assert "shared_cache" in p.stderr and word in p.stderr, p.stderr
