@@ -18,13 +18,14 @@
 enum {
 	M_READS, M_READ_BYTES, M_RAM_HITS, M_RAM_MISSES, M_SSD_HITS, M_SSD_MISSES,
 	M_ORIGIN_REQ, M_ORIGIN_BYTES, M_ORIGIN_INFLIGHT, M_PF_USED, M_PF_WASTED,
-	M_STALL, M_EPOCH, M_STREAMS, M__COUNT
+	M_STALL, M_EPOCH, M_STREAMS, M_SHR_HITS, M_SHR_MISSES, M__COUNT
 };
 static const char *const names[M__COUNT] = {
 	"served_reads_total", "served_bytes_total", "ram_hits_total", "ram_misses_total",
 	"ssd_hits_total", "ssd_misses_total", "origin_requests_total", "origin_bytes_total",
 	"origin_inflight", "prefetch_bytes_used_total", "prefetch_bytes_wasted_total",
 	"stall_seconds_total", "epoch_number", "prefetch_order_streams",
+	"shared_hits_total", "shared_misses_total",
 };
 
 struct sample {
@@ -98,12 +99,13 @@ static void row_text(const struct sample *a, const struct sample *b, unsigned k)
 {
 	double dt = b->t - a->t;
 	if (k % HEADER_EVERY == 0)
-		printf("%9s %8s %6s %6s %8s %8s %5s %8s %8s %7s %5s %7s\n", "reads/s", "MB/s",
-		       "ram%", "ssd%", "orig/s", "origMB/s", "infl", "pfuseMB", "pfwstMB",
+		printf("%9s %8s %6s %6s %6s %8s %8s %5s %8s %8s %7s %5s %7s\n", "reads/s",
+		       "MB/s", "ram%", "ssd%", "shr%", "orig/s", "origMB/s", "infl", "pfuseMB", "pfwstMB",
 		       "stall/s", "epoch", "streams");
 	printf("%9.0f %8.1f", rate(a, b, M_READS, dt), rate(a, b, M_READ_BYTES, dt) / 1e6);
 	print_pct(share(a, b, M_RAM_HITS, M_RAM_MISSES));
 	print_pct(share(a, b, M_SSD_HITS, M_SSD_MISSES));
+	print_pct(share(a, b, M_SHR_HITS, M_SHR_MISSES));
 	printf(" %8.0f %8.1f %5.0f %8.1f %8.1f %7.2f %5.0f %7.0f\n", rate(a, b, M_ORIGIN_REQ, dt),
 	       rate(a, b, M_ORIGIN_BYTES, dt) / 1e6, b->v[M_ORIGIN_INFLIGHT],
 	       rate(a, b, M_PF_USED, dt) / 1e6, rate(a, b, M_PF_WASTED, dt) / 1e6,
@@ -123,6 +125,7 @@ static void row_json(const struct sample *a, const struct sample *b)
 	double dt = b->t - a->t;
 	double ram = share(a, b, M_RAM_HITS, M_RAM_MISSES);
 	double ssd = share(a, b, M_SSD_HITS, M_SSD_MISSES);
+	double shr = share(a, b, M_SHR_HITS, M_SHR_MISSES);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	printf("{\"time\": %lld.%03ld, ", (long long)now.tv_sec, now.tv_nsec / 1000000);
@@ -137,6 +140,10 @@ static void row_json(const struct sample *a, const struct sample *b)
 		printf("\"ssd_hit_pct\": null, ");
 	else
 		json_num("ssd_hit_pct", ssd, 0);
+	if (shr < 0)
+		printf("\"shared_hit_pct\": null, ");
+	else
+		json_num("shared_hit_pct", shr, 0);
 	json_num("origin_requests_per_s", rate(a, b, M_ORIGIN_REQ, dt), 0);
 	json_num("origin_mb_per_s", rate(a, b, M_ORIGIN_BYTES, dt) / 1e6, 0);
 	json_num("origin_inflight", b->v[M_ORIGIN_INFLIGHT], 0);

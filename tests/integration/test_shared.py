@@ -20,6 +20,7 @@ three prestofs daemons on their own mountpoints over one origin.
 Every wait is bounded; verdicts are counts and hashes, not times.
 """
 import hashlib
+import json
 import os
 import random
 import socket
@@ -117,7 +118,7 @@ def three(memcached):
     return [memcached() for _ in range(3)]
 
 
-def test_second_mount_reads_from_shared(tmp_path, nginx, mount, three):
+def test_second_mount_reads_from_shared(tmp_path, nginx, mount, three, prestofs_bin):
     src = tmp_path / "src"
     files = make_files(src, 60, 1, 400 * KiB, 1)
     (src / "empty.bin").write_bytes(b"")
@@ -148,6 +149,13 @@ def test_second_mount_reads_from_shared(tmp_path, nginx, mount, three):
     wait_drained(b)
     assert shared_stats(b)["stores"] == requests(b) - r0
     assert b.stats()["ssd"]["queued"] >= blocks - blocks // 100
+    # prestofs stat shows the tier.
+    r = subprocess.run([str(prestofs_bin), "stat", str(b.path), "--json", "-i", "0.05",
+                        "-c", "1"], capture_output=True, text=True, timeout=WAIT)
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout.splitlines()[-1])
+    assert row["totals"]["shared_hits_total"] == shared_stats(b)["hits"]
+    assert "shared_hit_pct" in row
 
 
 def test_kill9_one_server_while_reading(tmp_path, nginx, mount, three):
