@@ -31,6 +31,7 @@ import time
 import pytest
 
 from helpers.compare import drop_page_cache, read_all
+from s3_fixtures import s3rver  # noqa: F401  (the fixture)
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -415,3 +416,63 @@ def test_bad_server_lists(tmp_path, prestofs_bin, value, word):
                        capture_output=True, text=True, timeout=30)
     assert p.returncode != 0
     assert "shared_cache" in p.stderr and word in p.stderr, p.stderr
+
+
+def test_prefetch_and_config_file(tmp_path, nginx, mount, three):
+    """The prefetcher's fetches go through the shared tier too; the
+    [shared] section of a config file (servers separated by commas and
+    blanks) works like -o."""
+    src = tmp_path / "src"
+    files = make_files(src, 50, 100 * KiB, 600 * KiB, 11)
+    blocks = nblocks(src, files, 128 * KiB)
+    ng = nginx(src)
+    conf = tmp_path / "prestofs.conf"
+    conf.write_text("[cache]\nram_size = 64M\nblock_size = 128K\n"
+                    "[shared]\nshared_cache = memcached://" +
+                    ", ".join(mc.url for mc in three) + "\nshared_timeout = 0.2\n")
+    a = mount(ng.url, {"config": str(conf)}, name="a")
+    assert read_checked(a, files, threads=4) == []
+    wait_drained(a)
+    assert shared_stats(a)["stores"] == blocks and shared_stats(a)["servers"] == 3
+    b = mount(ng.url, {"config": str(conf)}, name="b")
+    r0 = requests(b)
+    assert read_checked(b, files, threads=4) == []
+    assert requests(b) - r0 <= blocks // 100
+    assert b.stats()["prefetch"]["blocks"] > 0   # and not from the origin
+
+
+def test_s3_origin(tmp_path, mount, three, s3rver):
+    """Over S3: a second mount reads from memcached; the listing's ETag is
+    part of the key, so after an overwrite a new mount never gets the old
+    bytes; no credential ever reaches memcached."""
+    from s3_fixtures import ACCESS_KEY, SECRET, make_bucket, s3_client
+    client = s3_client(s3rver.url)
+    rng = random.Random(12)
+    objs = {f"sh/d{i % 2}/o{i:02d}.bin": rng.randbytes(rng.randint(1, 300 * KiB))
+            for i in range(20)}
+    bucket = make_bucket(client, "pfs-shared", objs)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(HOME=str(tmp_path), AWS_ACCESS_KEY_ID=ACCESS_KEY,
+               AWS_SECRET_ACCESS_KEY=SECRET)
+    o = opts(three, endpoint=s3rver.url, s3_path_style=True)
+
+    def s3mount(name):
+        return mount(f"s3://{bucket}/sh", o, name=name, env=env)
+    want = {k[3:]: hashlib.sha256(v).hexdigest() for k, v in objs.items()}
+    a = s3mount("a")
+    assert read_checked(a, want) == []
+    wait_drained(a)
+    b = s3mount("b")
+    r0 = requests(b)
+    assert read_checked(b, want) == []
+    assert requests(b) - r0 == 0 and shared_stats(b)["hits"] > 0
+    for mc in three:
+        for k in mc.keys():
+            v = mc.get(k) or b""
+            assert SECRET.encode() not in v and ACCESS_KEY.encode() not in v
+
+    old = objs["sh/d0/o00.bin"]
+    new = bytes(x ^ 0x5a for x in old)
+    client.put_object(Bucket=bucket, Key="sh/d0/o00.bin", Body=new)
+    c = s3mount("c")
+    assert sha_of(c.path / "d0/o00.bin") == hashlib.sha256(new).hexdigest()
