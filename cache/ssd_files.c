@@ -1,5 +1,6 @@
 /* ssd_files.c - the files of the SSD tier other than the index: the
- * shared table of segment fds, and the saved listing. See ssd.c. */
+ * shared table of segment fds, the writer's appends to segments (staging
+ * buffer, O_DIRECT), and the saved listing. See ssd.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,6 +141,146 @@ void ssd_seg_close_all(struct pfs_ssd *s)
 			free(f);
 		}
 	}
+}
+
+/* ---- the writer's appends (see ssd_int.h) ---- */
+
+static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* The file system refused O_DIRECT: buffered writes from now on. */
+static void dio_refuse(struct pfs_ssd *s, int err, const char *when)
+{
+	if (s->dio_fd >= 0)
+		close(s->dio_fd);
+	s->dio_fd = -1;
+	s->dio_refused = 1;
+	pfs_info("ssd_dir %s: the file system refuses O_DIRECT (%s at %s); segments are "
+		 "written through the page cache", s->dir, strerror(err), when);
+}
+
+/* An O_DIRECT fd of segment id (one kept open: the current segment's), or
+ * -1: write through the shared, buffered fd. */
+static int dio_fd(struct pfs_ssd *s, uint32_t id)
+{
+	char path[4096];
+	int fd;
+
+	if (s->dio_refused)
+		return -1;
+	if (s->dio_fd >= 0 && s->dio_seg == id)
+		return s->dio_fd;
+	if (s->dio_fd >= 0)
+		close(s->dio_fd);
+	s->dio_fd = -1;
+	ssd_seg_path(s, id, path);
+	fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EINVAL)
+			dio_refuse(s, errno, "open");
+		return -1; /* another error: this write goes buffered */
+	}
+	s->dio_fd = fd;
+	s->dio_seg = id;
+	return fd;
+}
+
+/* Writes the staged bytes at stage_off: whole SSD_ALIGN units from an
+ * aligned buffer, as O_DIRECT wants. */
+static int stage_write(struct pfs_ssd *s)
+{
+	size_t done = 0, len = s->stage_used;
+	int rc = 0;
+
+	while (done < len) {
+		int fd = dio_fd(s, s->stage_seg->id), direct = fd >= 0;
+		ssize_t n = pwrite(direct ? fd : s->stage_seg->fd, s->stage + done, len - done,
+				   (off_t)(s->stage_off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EINVAL && direct) { /* refused at the write (some do) */
+			dio_refuse(s, errno, "write");
+			continue;
+		}
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	s->stage_off += len;
+	s->stage_used = 0;
+	return rc;
+}
+
+void ssd_append_begin(struct pfs_ssd *s, struct segfd *f, uint64_t off)
+{
+	/* Allocated once, on the first append; out of memory: appends are
+	 * written from the items' own buffers, through the page cache. */
+	if (!s->stage && posix_memalign((void **)&s->stage, SSD_ALIGN, SSD_STAGE_BYTES))
+		s->stage = NULL;
+	s->stage_seg = f;
+	s->stage_off = off;
+	s->stage_used = 0;
+}
+
+int ssd_append(struct pfs_ssd *s, const void *data, size_t len, uint64_t alen)
+{
+	const unsigned char *p = data;
+	size_t pad = (size_t)(alen - len), n;
+	int rc;
+
+	if (!s->stage) {
+		rc = pwrite_full(s->stage_seg->fd, data, len, s->stage_off);
+		s->stage_off += alen;
+		return rc;
+	}
+	/* stage_used is a multiple of SSD_ALIGN here: so is the room left. */
+	while (len) {
+		n = SSD_STAGE_BYTES - s->stage_used;
+		if (n > len)
+			n = len;
+		memcpy(s->stage + s->stage_used, p, n);
+		s->stage_used += n;
+		p += n;
+		len -= n;
+		if (s->stage_used == SSD_STAGE_BYTES && (rc = stage_write(s)))
+			return rc;
+	}
+	memset(s->stage + s->stage_used, 0, pad); /* never a stale byte on disk */
+	s->stage_used += pad;
+	if (s->stage_used == SSD_STAGE_BYTES)
+		return stage_write(s);
+	return 0;
+}
+
+int ssd_append_flush(struct pfs_ssd *s)
+{
+	int rc = s->stage_used ? stage_write(s) : 0;
+	s->stage_seg = NULL;
+	return rc;
+}
+
+void ssd_append_close(struct pfs_ssd *s)
+{
+	free(s->stage);
+	s->stage = NULL;
+	if (s->dio_fd >= 0)
+		close(s->dio_fd);
+	s->dio_fd = -1;
 }
 
 /* ---- the listing ---- */

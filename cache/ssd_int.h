@@ -7,7 +7,7 @@
  *   ssd_queue.c  the queue (pfs_ssd_put, flush, hits, drops) and the
  *                writer thread's loop
  *   ssd_store.c  one batch of the writer: compress, index, append, sync
- *   ssd_files.c  segment fds, the saved listing
+ *   ssd_files.c  segment fds, the writer's appends, the saved listing
  */
 #ifndef PFS_SSD_INT_H
 #define PFS_SSD_INT_H
@@ -32,6 +32,7 @@
 #define SSD_TOUCH_MAX 65536      /* recorded hits kept for the writer */
 #define SSD_TOUCH_BATCH 4096     /* this many wake the writer */
 #define SSD_DROP_MAX 4096        /* queued drop requests */
+#define SSD_STAGE_BYTES (4u << 20) /* the writer's staging buffer */
 
 enum codec { CODEC_RAW = 0, CODEC_ZSTD = 1 };
 
@@ -151,6 +152,15 @@ struct pfs_ssd {
 	uint32_t cur_seg, next_seg; /* 0: no segment yet */
 	uint64_t cur_end;         /* append offset in cur_seg */
 	uint64_t next_seq;
+	/* The appends (ssd_files.c): bytes staged for stage_seg at stage_off,
+	 * written with O_DIRECT through dio_fd (a second fd of dio_seg). */
+	unsigned char *stage;     /* SSD_STAGE_BYTES, page-aligned; NULL: none */
+	size_t stage_used;
+	uint64_t stage_off;
+	struct segfd *stage_seg;  /* borrowed from the caller of ssd_append_begin */
+	int dio_fd;               /* -1: none open */
+	uint32_t dio_seg;
+	int dio_refused;          /* the file system said no: buffered writes */
 
 	/* Atomics (util/atomic.h); the gauges are written by the writer. */
 	uint64_t st_hits, st_misses, st_bytes, st_raw, st_entries, st_csum,
@@ -215,12 +225,36 @@ void ssd_seg_put(struct pfs_ssd *s, struct segfd *f);
 void ssd_seg_forget(struct pfs_ssd *s, uint32_t id);
 void ssd_seg_close_all(struct pfs_ssd *s);
 
+/* The writer's appends. Bytes are copied into one staging buffer,
+ * allocated once and reused (its pages stay resident, where buffered
+ * writes take fresh page-cache pages for every batch: a first touch costs
+ * 20-60x a rewrite on a VM), each entry zero-padded to its aligned length,
+ * and written with O_DIRECT in SSD_STAGE_BYTES pieces; a file system that
+ * refuses O_DIRECT (at open or at a write) gets buffered writes from then
+ * on, said once in the log. Durability is still the caller's fdatasync.
+ * Writer thread only.
+ *
+ * ssd_append_begin: the next bytes go to f at off (a multiple of
+ * SSD_ALIGN); nothing may be staged (ssd_append_flush first); f must stay
+ * referenced until the flush. ssd_append: len bytes, then zeros up to
+ * alen (ssd_alignup(len)); data may be freed once it returns.
+ * ssd_append_flush writes what is staged. Both return 0 or a negative
+ * errno; after an error nothing stays staged. ssd_append_close (at close)
+ * frees the buffer and the O_DIRECT fd. */
+void ssd_append_begin(struct pfs_ssd *s, struct segfd *f, uint64_t off);
+int ssd_append(struct pfs_ssd *s, const void *data, size_t len, uint64_t alen);
+int ssd_append_flush(struct pfs_ssd *s);
+void ssd_append_close(struct pfs_ssd *s);
+
 /* ssd_queue.c. The writer thread's body. */
 void *ssd_writer_main(void *arg);
 /* ENABLED -> DISABLED, once: logs why, drops the queue. Any thread. */
 void ssd_disable(struct pfs_ssd *s, int err, const char *what);
 /* Frees a queued item and its buffers. NULL allowed. */
 void ssd_item_free(struct pfs_ssd *s, struct item *it);
+/* Gives a put's bytes back (release, or the copy's buffer kept for the
+ * next put) once they are staged: no longer needed by the batch. */
+void ssd_item_data_done(struct pfs_ssd *s, struct item *it);
 /* Frees the buffers ssd_item_free kept for reuse (at close). */
 void ssd_rec_drain(struct pfs_ssd *s);
 /* Asks the writer to remove key's entry if it is still the one at

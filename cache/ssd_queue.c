@@ -67,16 +67,24 @@ void ssd_rec_drain(struct pfs_ssd *s)
 	s->rec_bytes = 0;
 }
 
+void ssd_item_data_done(struct pfs_ssd *s, struct item *it)
+{
+	if (it->stored && it->stored != it->data)
+		free(it->stored);
+	if (it->release)
+		it->release(it->rel_arg);
+	else if (it->data)
+		buf_put(s, it->data, it->len);
+	it->stored = it->data = NULL;
+	it->release = NULL;
+}
+
 void ssd_item_free(struct pfs_ssd *s, struct item *it)
 {
 	if (!it)
 		return;
-	if (it->stored && it->stored != it->data)
-		free(it->stored);
-	if (it->kind == ITEM_PUT && it->release)
-		it->release(it->rel_arg);
-	else if (it->kind == ITEM_PUT)
-		buf_put(s, it->data, it->len);
+	if (it->kind == ITEM_PUT)
+		ssd_item_data_done(s, it);
 	else
 		free(it->data);
 	free(it);

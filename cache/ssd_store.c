@@ -6,8 +6,11 @@
  *      evictions; commit; THEN punch the freed ranges and unlink emptied
  *      segments (a crash before the punch only leaks space, never leaves an
  *      entry pointing at zeros);
- *   3. append the admitted blocks to the current segment, fdatasync it
- *      (and the directory when a segment was created);
+ *   3. append the admitted blocks to the current segment (staged, each
+ *      padded to SSD_ALIGN, written with O_DIRECT: ssd_append in
+ *      ssd_files.c), fdatasync it (and the directory when a segment was
+ *      created): O_DIRECT alone does not flush the disk's cache nor the
+ *      file's size;
  *   4. txn B: insert the entries, segment ends, counters; commit.
  *
  * So the bytes an entry names are durable before the entry exists, and
@@ -460,22 +463,6 @@ struct segw {
 	struct segfd *f;
 };
 
-static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 /* Appends the admitted blocks (rotating segments when full), makes them
  * durable, then indexes them in txn B. On error *what says which step. */
 static int phase_b(struct pfs_ssd *s, struct item *items, struct batch *b, const char **what)
@@ -502,6 +489,8 @@ static int phase_b(struct pfs_ssd *s, struct item *items, struct batch *b, const
 				pfs_add(&s->st_dropped, 1);
 				continue;
 			}
+			if ((rc = ssd_append_flush(s)))
+				goto release;
 			if (rotate) {
 				if (s->cur_seg)
 					rotated[nrot++] = s->cur_seg;
@@ -514,15 +503,19 @@ static int phase_b(struct pfs_ssd *s, struct item *items, struct batch *b, const
 				goto release;
 			}
 			sw[nsw++] = (struct segw){ s->cur_seg, 0, s->cur_end, f };
+			ssd_append_begin(s, f, s->cur_end);
 		}
-		if ((rc = pwrite_full(sw[nsw - 1].f->fd, it->stored, it->slen, s->cur_end)))
+		if ((rc = ssd_append(s, it->stored, it->slen, it->alen)))
 			goto release;
+		ssd_item_data_done(s, it); /* staged: the RAM tier may free it now */
 		it->seg = s->cur_seg;
 		it->off = s->cur_end;
 		s->cur_end += it->alen;
 		sw[nsw - 1].live_add += it->alen;
 		sw[nsw - 1].end = s->cur_end;
 	}
+	if ((rc = ssd_append_flush(s)))
+		goto release;
 	if (nsw == 0 && nrot == 0)
 		return 0;
 	*what = "segment sync";

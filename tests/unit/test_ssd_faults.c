@@ -1,12 +1,14 @@
 /* test_ssd_faults.c - cache/ssd.h, the tier's own failure modes: the
  * directory lock, the origin check, the saved listing, a disappearing
  * directory, a kill -9 in mid-stream, a full disk (a tmpfs of the test's
- * own: skipped where none can be mounted), bad options. The data path is
- * in test_ssd.c.
+ * own: skipped where none can be mounted), bad options, a file system
+ * that refuses O_DIRECT (at open: ramfs; at a write: pwrite64 below). The
+ * data path is in test_ssd.c.
  *
  * No sleeps: pfs_ssd_flush() returns once everything queued is durable.
  * Each test works in its own mkdtemp() directory, removed at the end
  * (ssd_fixture.h). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,8 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +33,27 @@
 #include "../../origin/origin.h"
 #include "../../util/log.h"
 #include "ssd_fixture.h"
+
+/* Every pwrite of this program (the tier's included) comes here: O_DIRECT
+ * writes are counted, and refused with EINVAL while refuse_direct is set,
+ * as some file systems do at the write rather than at the open. */
+static int refuse_direct, direct_writes;
+
+ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
+{
+	static ssize_t (*real)(int, const void *, size_t, off_t);
+	int fl = fcntl(fd, F_GETFL);
+	if (!real)
+		real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+	if (fl >= 0 && (fl & O_DIRECT)) {
+		__atomic_add_fetch(&direct_writes, 1, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&refuse_direct, __ATOMIC_RELAXED)) {
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	return real(fd, buf, len, off);
+}
 
 static void test_lock(void **state)
 {
@@ -338,6 +363,165 @@ static void test_bad_opts(void **state)
 	assert_true(stats(f).budget > 0);
 }
 
+/* Sizes that cross the staging buffer's bounds (4 MiB): one larger than
+ * it, and enough 100 KB blocks to fill it twice. */
+static size_t dio_len(int i)
+{
+	static const size_t first[] = { 1, 1000, 4096, 4097, 100000, (4u << 20) + 1000, 8191 };
+	return i < 7 ? first[i] : 100000;
+}
+#define DIO_BLOCKS 100
+
+/* Pages of the segment in the page cache now (mincore). */
+static size_t resident(const char *seg, size_t size)
+{
+	int fd = open(seg, O_RDONLY);
+	size_t pages = (size + 4095) / 4096, n = 0;
+	unsigned char *vec = malloc(pages);
+	void *m;
+	assert_true(fd >= 0);
+	m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(mincore(m, size, vec), 0);
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	munmap(m, size);
+	close(fd);
+	free(vec);
+	return n;
+}
+
+/* Stores DIO_BLOCKS blocks in one segment, then: the segment holds each
+ * block's bytes and zeros up to the next 4 KiB bound, nothing else; every
+ * get is byte-exact and writes len bytes, not one more; the same after a
+ * reopen. direct: 1 the writes must bypass the page cache, 0 they must
+ * not, -1 either. */
+static void store_exact(struct fx *f, const char *dir, int direct)
+{
+	char seg[256];
+	struct stat sb;
+	size_t total = 0, off = 0;
+	unsigned char *want, *got;
+	int fd;
+
+	f->o.dir = dir;
+	f->o.size = 256 << 20;
+	assert_int_equal(pfs_ssd_open(&f->o, &f->s), 0);
+	for (int i = 0; i < DIO_BLOCKS; i++) {
+		put_pattern(f, "dio.bin", (uint64_t)i, 7, dio_len(i));
+		total += (dio_len(i) + 4095) & ~(size_t)4095;
+		if (i % 10 == 9)
+			pfs_ssd_flush(f->s); /* several batches */
+	}
+	pfs_ssd_flush(f->s);
+	assert_int_equal(stats(f).entries, DIO_BLOCKS);
+	assert_int_equal(stats(f).write_errors, 0);
+
+	snprintf(seg, sizeof(seg), "%s/seg-%08x.dat", dir, 1);
+	assert_int_equal(stat(seg, &sb), 0);
+	assert_int_equal((size_t)sb.st_size, total);
+	if (direct >= 0) {
+		size_t n = resident(seg, total);
+		if (direct)
+			assert_int_equal(n, 0);
+		else
+			assert_true(n > 0);
+	}
+	want = calloc(1, total);
+	got = malloc(total);
+	for (int i = 0; i < DIO_BLOCKS; i++) {
+		fill("dio.bin", (uint64_t)i, want + off, dio_len(i));
+		off += (dio_len(i) + 4095) & ~(size_t)4095;
+	}
+	assert_true((fd = open(seg, O_RDONLY)) >= 0);
+	assert_int_equal(pread(fd, got, total, 0), (ssize_t)total);
+	close(fd);
+	assert_memory_equal(got, want, total);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < DIO_BLOCKS; i++) {
+			size_t len = dio_len(i);
+			char etag[PFS_SSD_ETAG_MAX];
+			memset(got, 0xa5, len + 64);
+			assert_int_equal(pfs_ssd_get(f->s, "dio.bin", (uint64_t)i, 7, got, len, etag), 0);
+			fill("dio.bin", (uint64_t)i, want, len);
+			assert_memory_equal(got, want, len);
+			for (size_t j = len; j < len + 64; j++)
+				assert_int_equal(got[j], 0xa5); /* no padding byte past len */
+		}
+		reopen(f);
+	}
+	assert_int_equal(stats(f).checksum_failures, 0);
+	pfs_ssd_close(f->s);
+	f->s = NULL;
+	free(want);
+	free(got);
+}
+
+/* File systems known to do O_DIRECT for real (tmpfs accepts it and
+ * copies through its page cache anyway). */
+static int real_direct(const char *dir)
+{
+	struct statfs v;
+	return statfs(dir, &v) == 0 && (v.f_type == 0xEF53 || v.f_type == 0x58465342 ||
+					 v.f_type == 0x9123683E);
+}
+
+static void test_direct_io(void **state)
+{
+	struct fx *f = *state;
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/ssd", f->dir);
+	direct_writes = 0;
+	store_exact(f, dir, real_direct(f->dir) ? 1 : -1);
+	if (real_direct(f->dir))
+		assert_true(direct_writes > 0);
+}
+
+/* Refused at the write (after the open said yes): buffered from then on,
+ * the batch written all the same. */
+static void test_direct_io_refused_at_write(void **state)
+{
+	struct fx *f = *state;
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/ssd", f->dir);
+	direct_writes = 0;
+	__atomic_store_n(&refuse_direct, 1, __ATOMIC_RELAXED);
+	store_exact(f, dir, 0);
+	__atomic_store_n(&refuse_direct, 0, __ATOMIC_RELAXED);
+	assert_int_equal(direct_writes, 1); /* tried once per store, then buffered */
+}
+
+static void ramfs_path(struct fx *f, char *buf, const char *name)
+{
+	snprintf(buf, 128, "%s/ramfs%s%s", f->dir, *name ? "/" : "", name);
+}
+
+static int teardown_ramfs(void **state)
+{
+	struct fx *f = *state;
+	char mnt[128];
+	pfs_ssd_close(f->s);
+	f->s = NULL;
+	ramfs_path(f, mnt, "");
+	umount2(mnt, MNT_DETACH);
+	return teardown(state);
+}
+
+/* Refused at the open (ramfs says EINVAL): buffered writes. */
+static void test_direct_io_refused_at_open(void **state)
+{
+	struct fx *f = *state;
+	char mnt[128], dir[128];
+	ramfs_path(f, mnt, "");
+	ramfs_path(f, dir, "ssd");
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	if (mount("ramfs", mnt, "ramfs", 0, "mode=0700"))
+		skip(); /* not root */
+	direct_writes = 0;
+	store_exact(f, dir, -1);
+	assert_int_equal(direct_writes, 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -346,6 +530,9 @@ int main(void)
 		T(test_lock), T(test_origin_mismatch), T(test_listing), T(test_dir_vanishes),
 		T(test_crash), T(test_bad_opts),
 		cmocka_unit_test_setup_teardown(test_full_disk, setup, teardown_tmpfs),
+		T(test_direct_io), T(test_direct_io_refused_at_write),
+		cmocka_unit_test_setup_teardown(test_direct_io_refused_at_open, setup,
+						teardown_ramfs),
 	};
 	pfs_log_set_level(PFS_LOG_ERR);
 	return cmocka_run_group_tests(tests, NULL, NULL);
