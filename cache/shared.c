@@ -1,11 +1,20 @@
 /* shared.c - see shared.h.
  *
  * Connections: a libmemcachedutil pool of clones of one configured handle
- * (ketama, non-blocking sockets, every timeout set to `timeout`, a server
- * that fails once ejected from the hash ring for `retry` seconds). Each
- * clone learns on its own that a server is down, so nodes and even
- * connections may disagree for a moment: that costs misses, never bytes,
- * because every value is checked on the way in.
+ * (ketama, non-blocking sockets, every timeout set to `timeout`).
+ *
+ * Failed servers: libmemcached 1.1.4 ejects a server that refuses
+ * connections but never one that times out (a hung host costs every
+ * request the full timeout: measured), and each clone would learn on its
+ * own. So the health of each server is kept here, once per process: a
+ * request that fails at the connection level or times out marks its server
+ * down for `retry` seconds. Requests are routed with the *_by_key calls: a
+ * key goes where ketama puts it, else, while that server is down, where
+ * ketama puts "KEY#1", "KEY#2", ... (the first live one). Every node
+ * computes the same fallback, so a dead server's keys fall to the same
+ * other servers everywhere; nodes may disagree for a while about which
+ * servers are alive, which costs misses, never bytes, because every value
+ * is checked on the way in.
  *
  * Stores: one writer thread drains a FIFO queue bounded in bytes; it
  * builds each value (header, validator, block) in one buffer it reuses
@@ -35,6 +44,20 @@
 #define LOCK_TTL 2        /* s; memcached expiry is in whole seconds */
 #define POLL_MIN_NS 2000000ull
 #define POLL_MAX_NS 20000000ull
+#define ROUTE_TRIES 8     /* "KEY#1".."KEY#7" after KEY itself */
+
+struct server {
+	char name[256];
+	unsigned port;
+	uint64_t down_until; /* atomic: CLOCK_MONOTONIC ns; 0: up */
+};
+
+/* Where one request goes: the group key that picks the server. */
+struct route {
+	char gk[PFS_SHARED_KEY_MAX + 8];
+	size_t gkl;
+	int idx;           /* index in servers[] */
+};
 
 struct hdr {
 	uint32_t magic;
@@ -62,8 +85,9 @@ struct pfs_shared {
 	memcached_pool_st *pool;
 	char *origin_id;
 	size_t block_size;
-	double timeout, lock_wait;
-	uint64_t nservers;
+	double timeout, lock_wait, retry;
+	struct server *servers; /* set at create; down_until atomic */
+	size_t nservers;
 
 	pthread_mutex_t q_lock;
 	pthread_cond_t q_cond;   /* work queued, or stop */
@@ -76,7 +100,7 @@ struct pfs_shared {
 
 	/* counters: pfs_add/pfs_load */
 	uint64_t st_hits, st_misses, st_stores, st_bytes, st_errors, st_timeouts,
-		st_bad, st_stale, st_waits, st_wait_hits, st_big, st_dropped;
+		st_bad, st_stale, st_waits, st_wait_hits, st_big, st_dropped, st_skipped;
 	int warned_big;          /* atomic: the too-large warning was given */
 };
 
@@ -157,7 +181,19 @@ int pfs_shared_parse_servers(const char *spec, char *err, size_t errcap)
 
 static int add_server(void *ctx, const char *host, unsigned port)
 {
-	return memcached_server_add(ctx, host, (in_port_t)port) == MEMCACHED_SUCCESS ? 0 : -EINVAL;
+	struct pfs_shared *s = ctx;
+	struct server *n = realloc(s->servers, (s->nservers + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	s->servers = n;
+	n = &s->servers[s->nservers];
+	memset(n, 0, sizeof(*n));
+	snprintf(n->name, sizeof(n->name), "%s", host);
+	n->port = port;
+	if (memcached_server_add(s->master, host, (in_port_t)port) != MEMCACHED_SUCCESS)
+		return -EINVAL;
+	s->nservers++;
+	return 0;
 }
 
 /* ---- connections ------------------------------------------------------- */
@@ -178,19 +214,86 @@ static void conn_put(struct pfs_shared *s, memcached_st *m)
 	memcached_pool_release(s->pool, m);
 }
 
-/* Counts a failed request; the log line is rate-limited per kind. */
-static void note_failure(struct pfs_shared *s, memcached_st *m, memcached_return_t rc,
-			 const char *what)
+static int server_index(const struct pfs_shared *s, const memcached_instance_st *inst)
+{
+	if (!inst)
+		return -1;
+	const char *name = memcached_server_name(inst);
+	unsigned port = memcached_server_port(inst);
+	for (size_t i = 0; i < s->nservers; i++)
+		if (s->servers[i].port == port && name && !strcmp(s->servers[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* Picks the group key of a request about `key`: key itself, else the
+ * first "key#i" whose server is up. -EHOSTDOWN when every try lands on a
+ * server that is down (the request is skipped: a miss, no wait). */
+static int route(struct pfs_shared *s, memcached_st *m, const struct pfs_shared_key *key,
+		 struct route *r)
+{
+	uint64_t now = pfs_clock_ns();
+	for (int i = 0; i < ROUTE_TRIES; i++) {
+		if (i == 0)
+			r->gkl = (size_t)snprintf(r->gk, sizeof(r->gk), "%s", key->k);
+		else
+			r->gkl = (size_t)snprintf(r->gk, sizeof(r->gk), "%s#%d", key->k, i);
+		memcached_return_t rc;
+		r->idx = server_index(s, memcached_server_by_key(m, r->gk, r->gkl, &rc));
+		if (r->idx < 0)
+			return -EHOSTDOWN;
+		if (pfs_load(&s->servers[r->idx].down_until) <= now)
+			return 0;
+	}
+	pfs_add(&s->st_skipped, 1);
+	return -EHOSTDOWN;
+}
+
+/* A failure at the connection level (refused, reset, timed out): the
+ * server is left out for `retry` seconds. */
+static int is_down(memcached_return_t rc)
+{
+	switch (rc) {
+	case MEMCACHED_TIMEOUT:
+	case MEMCACHED_CONNECTION_FAILURE:
+	case MEMCACHED_CONNECTION_SOCKET_CREATE_FAILURE:
+	case MEMCACHED_HOST_LOOKUP_FAILURE:
+	case MEMCACHED_SERVER_MARKED_DEAD:
+	case MEMCACHED_SERVER_TEMPORARILY_DISABLED:
+	case MEMCACHED_ERRNO:
+	case MEMCACHED_READ_FAILURE:
+	case MEMCACHED_WRITE_FAILURE:
+	case MEMCACHED_UNKNOWN_READ_FAILURE:
+	case MEMCACHED_PARTIAL_READ:
+	case MEMCACHED_PROTOCOL_ERROR:
+	case MEMCACHED_NO_SERVERS:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Counts a failed request (and marks its server down when it is one at
+ * the connection level); the log lines are rate-limited. */
+static void note_failure(struct pfs_shared *s, memcached_st *m, const struct route *r,
+			 memcached_return_t rc, const char *what)
 {
 	if (rc == MEMCACHED_TIMEOUT)
 		pfs_add(&s->st_timeouts, 1);
 	else
 		pfs_add(&s->st_errors, 1);
+	const char *why = memcached_strerror(m, rc);
 	char key[64];
+	if (is_down(rc) && r->idx >= 0) {
+		struct server *sv = &s->servers[r->idx];
+		pfs_store(&sv->down_until, pfs_clock_ns() + (uint64_t)(s->retry * 1e9));
+		snprintf(key, sizeof(key), "shared:down:%d", r->idx);
+		pfs_log_limited(PFS_LOG_WARN, key, "shared cache: server %s:%u failed (%s on %s): "
+				"left out for %.0f s", sv->name, sv->port, why, what, s->retry);
+		return;
+	}
 	snprintf(key, sizeof(key), "shared:%s:%d", what, (int)rc);
-	pfs_log_limited(PFS_LOG_WARN, key, "shared cache: %s failed: %s", what,
-			memcached_last_error_message(m) ? memcached_last_error_message(m) :
-			memcached_strerror(m, rc));
+	pfs_log_limited(PFS_LOG_WARN, key, "shared cache: %s failed: %s", what, why);
 }
 
 /* ---- keys and values ----------------------------------------------------- */
@@ -246,13 +349,19 @@ static int check_value(const struct pfs_shared_key *key, const char *val, size_t
 static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, const char *pinned,
 		    void *buf, size_t len, char *v)
 {
+	struct route r;
 	memcached_st *m = conn_get(s);
 	if (!m)
 		return -EIO;
+	if (route(s, m, key, &r) < 0) {
+		conn_put(s, m);
+		return -EIO;
+	}
 	size_t vallen = 0;
 	uint32_t flags = 0;
 	memcached_return_t rc;
-	char *val = memcached_get(m, key->k, key->klen, &vallen, &flags, &rc);
+	char *val = memcached_get_by_key(m, r.gk, r.gkl, key->k, key->klen, &vallen, &flags,
+					 &rc);
 	int ret;
 	if (val && rc == MEMCACHED_SUCCESS) {
 		ret = check_value(key, val, vallen, buf, len, v);
@@ -262,7 +371,7 @@ static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, cons
 					"shared cache: a value under %s does not check "
 					"(%zu bytes): deleted, fetched from the origin",
 					key->k, vallen);
-			memcached_delete(m, key->k, key->klen, 0);
+			memcached_delete_by_key(m, r.gk, r.gkl, key->k, key->klen, 0);
 			ret = -EIO;
 		} else if (pinned && pinned[0] && strcmp(pinned, v)) {
 			pfs_add(&s->st_stale, 1);
@@ -271,7 +380,7 @@ static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, cons
 	} else if (rc == MEMCACHED_NOTFOUND || (rc == MEMCACHED_SUCCESS && !val)) {
 		ret = -ENOENT;
 	} else {
-		note_failure(s, m, rc, "get");
+		note_failure(s, m, &r, rc, "get");
 		ret = -EIO;
 	}
 	free(val);
@@ -300,17 +409,22 @@ int pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key)
 	char lk[PFS_SHARED_KEY_MAX + 4];
 	size_t lkl;
 	lock_key(key, lk, sizeof(lk), &lkl);
+	struct route r;
 	memcached_st *m = conn_get(s);
 	if (!m)
 		return -1;
-	memcached_return_t rc = memcached_add(m, lk, lkl, "1", 1, LOCK_TTL, 0);
+	if (route(s, m, key, &r) < 0) {
+		conn_put(s, m);
+		return -1;
+	}
+	memcached_return_t rc = memcached_add_by_key(m, r.gk, r.gkl, lk, lkl, "1", 1, LOCK_TTL, 0);
 	int ret = -1;
 	if (rc == MEMCACHED_SUCCESS)
 		ret = 1;
 	else if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS)
 		ret = 0;
 	else
-		note_failure(s, m, rc, "lock");
+		note_failure(s, m, &r, rc, "lock");
 	conn_put(s, m);
 	return ret;
 }
@@ -321,13 +435,18 @@ static int lock_held(struct pfs_shared *s, const struct pfs_shared_key *key)
 	char lk[PFS_SHARED_KEY_MAX + 4];
 	size_t lkl;
 	lock_key(key, lk, sizeof(lk), &lkl);
+	struct route r;
 	memcached_st *m = conn_get(s);
 	if (!m)
 		return -1;
-	memcached_return_t rc = memcached_exist(m, lk, lkl);
+	if (route(s, m, key, &r) < 0) {
+		conn_put(s, m);
+		return -1;
+	}
+	memcached_return_t rc = memcached_exist_by_key(m, r.gk, r.gkl, lk, lkl);
 	int ret = rc == MEMCACHED_SUCCESS ? 1 : rc == MEMCACHED_NOTFOUND ? 0 : -1;
 	if (ret < 0)
-		note_failure(s, m, rc, "lock check");
+		note_failure(s, m, &r, rc, "lock check");
 	conn_put(s, m);
 	return ret;
 }
@@ -370,9 +489,12 @@ static void item_done(struct qitem *it)
 /* Stores one item; vbuf, vcap: the reused value buffer. */
 static void store(struct pfs_shared *s, struct qitem *it, char **vbuf, size_t *vcap)
 {
+	struct route r;
 	memcached_st *m = conn_get(s);
 	if (!m)
 		return;
+	if (route(s, m, &it->key, &r) < 0)
+		goto out; /* every server it could go to is down; a lock expires */
 	if (it->data) {
 		size_t vlen = strlen(it->v), total = sizeof(struct hdr) + vlen + it->len;
 		if (total > *vcap) {
@@ -388,8 +510,8 @@ static void store(struct pfs_shared *s, struct qitem *it, char **vbuf, size_t *v
 		memcpy(*vbuf, &h, sizeof(h));
 		memcpy(*vbuf + sizeof(h), it->v, vlen);
 		memcpy(*vbuf + sizeof(h) + vlen, it->data, it->len);
-		memcached_return_t rc = memcached_set(m, it->key.k, it->key.klen, *vbuf, total,
-						      0, 0);
+		memcached_return_t rc = memcached_set_by_key(m, r.gk, r.gkl, it->key.k,
+							     it->key.klen, *vbuf, total, 0, 0);
 		if (rc == MEMCACHED_SUCCESS) {
 			pfs_add(&s->st_stores, 1);
 			pfs_add(&s->st_bytes, it->len);
@@ -401,7 +523,7 @@ static void store(struct pfs_shared *s, struct qitem *it, char **vbuf, size_t *v
 					 "+ 1 KiB (-I 2m for 1M blocks); such blocks are not shared",
 					 total);
 		} else {
-			note_failure(s, m, rc, "store");
+			note_failure(s, m, &r, rc, "store");
 		}
 	}
 unlock:
@@ -409,10 +531,11 @@ unlock:
 		char lk[PFS_SHARED_KEY_MAX + 4];
 		size_t lkl;
 		lock_key(&it->key, lk, sizeof(lk), &lkl);
-		memcached_return_t rc = memcached_delete(m, lk, lkl, 0);
+		memcached_return_t rc = memcached_delete_by_key(m, r.gk, r.gkl, lk, lkl, 0);
 		if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_NOTFOUND)
-			note_failure(s, m, rc, "unlock");
+			note_failure(s, m, &r, rc, "unlock");
 	}
+out:
 	conn_put(s, m);
 }
 
@@ -545,13 +668,10 @@ static int configure(struct pfs_shared *s, double retry)
 		{MEMCACHED_BEHAVIOR_POLL_TIMEOUT, ms},
 		{MEMCACHED_BEHAVIOR_SND_TIMEOUT, ms * 1000},
 		{MEMCACHED_BEHAVIOR_RCV_TIMEOUT, ms * 1000},
-		/* one failure takes a server out of the ring (its keys go to
-		 * the others) until `retry` has passed */
-		{MEMCACHED_BEHAVIOR_SERVER_FAILURE_LIMIT, 1},
-		{MEMCACHED_BEHAVIOR_SERVER_TIMEOUT_LIMIT, 1},
-		{MEMCACHED_BEHAVIOR_REMOVE_FAILED_SERVERS, 1},
+		/* The ring never changes (route() steers around servers that
+		 * are down), so every clone and every node hashes alike. */
+		{MEMCACHED_BEHAVIOR_REMOVE_FAILED_SERVERS, 0},
 		{MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, retry < 1 ? 1 : (uint64_t)retry},
-		{MEMCACHED_BEHAVIOR_DEAD_TIMEOUT, retry < 1 ? 1 : (uint64_t)retry},
 	};
 	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
 		if (memcached_behavior_set(m, set[i].b, set[i].v) != MEMCACHED_SUCCESS) {
@@ -576,13 +696,13 @@ int pfs_shared_create(const struct pfs_shared_opts *o, struct pfs_shared **out)
 		goto fail;
 	if (!(s->master = memcached_create(NULL)))
 		goto fail;
-	if ((n = each_server(o->servers, add_server, s->master, err, sizeof(err))) < 0) {
+	if ((n = each_server(o->servers, add_server, s, err, sizeof(err))) < 0) {
 		pfs_err("shared cache: %s", err);
 		rc = -EINVAL;
 		goto fail;
 	}
-	s->nservers = (uint64_t)n;
-	if ((rc = configure(s, o->retry > 0 ? o->retry : 2)) < 0)
+	s->retry = o->retry > 0 ? o->retry : 2;
+	if ((rc = configure(s, s->retry)) < 0)
 		goto fail;
 	rc = -ENOMEM;
 	if (!(s->pool = memcached_pool_create(s->master, 1, PFS_SHARED_CONNS)))
@@ -608,6 +728,7 @@ fail_pool:
 fail:
 	if (s->master)
 		memcached_free(s->master);
+	free(s->servers);
 	free(s->origin_id);
 	free(s);
 	return rc;
@@ -627,6 +748,7 @@ void pfs_shared_destroy(struct pfs_shared *s)
 	pthread_mutex_destroy(&s->q_lock);
 	memcached_pool_destroy(s->pool);
 	memcached_free(s->master);
+	free(s->servers);
 	free(s->origin_id);
 	free(s);
 }
@@ -654,6 +776,10 @@ void pfs_shared_stats(struct pfs_shared *s, struct pfs_shared_stats *out)
 	out->queued = s->q_n;
 	pthread_mutex_unlock(&s->q_lock);
 	out->servers = s->nservers;
+	out->skipped = pfs_load(&s->st_skipped);
+	uint64_t now = pfs_clock_ns();
+	for (size_t i = 0; i < s->nservers; i++)
+		out->servers_down += pfs_load(&s->servers[i].down_until) > now;
 }
 
 #define ROW(name, m, g) PFS_STAT_ROW(struct pfs_shared_stats, name, m, g)
@@ -672,6 +798,8 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("shared.dropped", dropped, 0),
 	ROW("shared.queued", queued, 1),
 	ROW("shared.servers", servers, 1),
+	ROW("shared.servers_down", servers_down, 1),
+	ROW("shared.skipped", skipped, 0),
 };
 #undef ROW
 

@@ -22,8 +22,8 @@
  * a block of another version than the one pinned is never used.
  *
  * Failures never fail a read: a dead or slow server costs at most about
- * `timeout` per request, is skipped for `retry` seconds (per connection),
- * and the get is a miss. Too-large items (memcached's -I) are counted and
+ * `timeout` per request, is left out for `retry` seconds (per process:
+ * its keys go where ketama puts "KEY#1", ...), and the get is a miss. Too-large items (memcached's -I) are counted and
  * logged once.
  *
  * No herd: pfs_shared_lock() adds a lock item (TTL 2 s) for a missing
@@ -130,6 +130,9 @@ struct pfs_shared_stats {
 	uint64_t dropped;           /* stores not queued (queue full) */
 	uint64_t queued;            /* gauge: stores waiting (0: drained) */
 	uint64_t servers;           /* gauge: servers configured */
+	uint64_t servers_down;      /* gauge: of those, left out now */
+	uint64_t skipped;           /* requests not sent: every server they
+				     * could go to was down */
 };
 void pfs_shared_stats(struct pfs_shared *s, struct pfs_shared_stats *out);
 /* Stats source (pfs_stats_fn): shared.hits, ... (prestofs(1)). NULL: zeros. */

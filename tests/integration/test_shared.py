@@ -179,10 +179,13 @@ def test_kill9_one_server_while_reading(tmp_path, nginx, mount, three):
     assert read_checked(b, rest, threads=4) == []
     sb = shared_stats(b)
     fetched = requests(b) - r0
+    print(f"kill9: {victim_keys} keys on the victim, {fetched} origin GETs for "
+          f"{nblocks(src, rest, 128 * KiB)} blocks after the kill, {sb}")
     # That server's share (about a third) came from the origin, nothing
     # failed, and the failures were noticed and bounded.
     assert fetched > 0, sb
-    assert sb["errors"] + sb["timeouts"] >= 1, sb
+    assert 1 <= sb["errors"] + sb["timeouts"] <= 8, sb
+    assert sb["servers_down"] == 1, sb
     assert fetched <= nblocks(src, rest, 128 * KiB), (fetched, sb)
     # And again, now that the ring has settled: still exact.
     assert read_checked(b, files) == []
@@ -296,6 +299,7 @@ def test_server_refuses_items(tmp_path, nginx, mount, memcached):
     assert read_checked(a, files, threads=4) == []
     wait_drained(a)
     sa = shared_stats(a)
+    print(f"-M: {sa}")
     assert sa["stores"] + sa["errors"] + sa["too_large"] == len(files), sa
     assert sa["errors"] > 0, sa         # out of memory: refused, not evicted
     b = mount(ng.url, opts([full]), name="b")
@@ -356,12 +360,23 @@ def test_hung_and_missing_servers(tmp_path, nginx, mount, memcached):
         assert read_checked(a, files, threads=4) == []
         sa = shared_stats(a)
         assert sa["timeouts"] + sa["errors"] >= 1, sa
-        # A hung server costs a timeout per connection, then is skipped
-        # for shared_retry: far fewer timeouts than requests.
-        assert sa["timeouts"] <= 4 * 32, sa
+        print(f"hung+missing: {blocks} blocks in {time.monotonic() - t0:.2f} s, {sa}")
+        # A hung server costs the requests in flight to it one timeout
+        # each (4 readers and the writer), then it is left out for
+        # shared_retry, as is the missing one: its keys go to the good
+        # server, which stores all blocks.
+        assert 1 <= sa["timeouts"] <= 6, sa
+        assert sa["errors"] <= 6, sa
+        assert sa["servers_down"] == 2, sa
         assert requests(a) >= blocks
         wait_drained(a)
-        assert shared_stats(a)["stores"] > 0
+        assert shared_stats(a)["stores"] >= blocks - 12
+        b = mount(ng.url, {"ram_size": "64M", "block_size": "128K", "prefetch": "off",
+                           "shared_cache": spec, "shared_timeout": "0.05",
+                           "shared_retry": "30"}, name="b")
+        r0 = requests(b)
+        assert read_checked(b, files, threads=4) == []
+        assert requests(b) - r0 <= 12 + 6, (requests(b) - r0, shared_stats(b))
         elapsed = time.monotonic() - t0
         assert elapsed < WAIT, elapsed
     finally:
@@ -396,6 +411,8 @@ def test_herd_one_fetch(tmp_path, nginx, delay_proxy, mount, three):
     assert not bad
     fetched = requests(a) + requests(b) - r0
     waits = shared_stats(a)["lock_waits"] + shared_stats(b)["lock_waits"]
+    print(f"herd: {fetched} origin GETs for {len(files)} files read by 2 mounts, "
+          f"{waits} lock waits")
     # Without the lock both mounts fetch (nearly) every file: 2 x 40.
     assert fetched <= len(files) + len(files) // 4, (fetched, waits)
     assert waits >= len(files) // 2, waits
