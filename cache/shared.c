@@ -7,8 +7,8 @@
  * connections but never one that times out (a hung host costs every
  * request the full timeout: measured), and each clone would learn on its
  * own. So the health of each server is kept here, once per process: a
- * request that fails at the connection level or times out marks its server
- * down for `retry` seconds. Requests are routed with the *_by_key calls: a
+ * request refused or reset, or a second timeout in a row, marks its server
+ * down for `retry` seconds (a single slow answer on a loaded host does not). Requests are routed with the *_by_key calls: a
  * key goes where ketama puts it, else, while that server is down, where
  * ketama puts "KEY#1", "KEY#2", ... (the first live one). Every node
  * computes the same fallback, so a dead server's keys fall to the same
@@ -45,11 +45,13 @@
 #define POLL_MIN_NS 2000000ull
 #define POLL_MAX_NS 20000000ull
 #define ROUTE_TRIES 8     /* "KEY#1".."KEY#7" after KEY itself */
+#define TIMEOUTS_DOWN 2   /* timeouts in a row that take a server out */
 
 struct server {
 	char name[256];
 	unsigned port;
 	uint64_t down_until; /* atomic: CLOCK_MONOTONIC ns; 0: up */
+	uint32_t timeouts;   /* atomic: timeouts since its last answer */
 };
 
 /* Where one request goes: the group key that picks the server. */
@@ -273,18 +275,30 @@ static int is_down(memcached_return_t rc)
 	}
 }
 
-/* Counts a failed request (and marks its server down when it is one at
- * the connection level); the log lines are rate-limited. */
+/* After every request: a server that answered (whatever it said) has
+ * no timeouts in a row. */
+static void seen(struct pfs_shared *s, const struct route *r, memcached_return_t rc)
+{
+	if (!is_down(rc) && pfs_load(&s->servers[r->idx].timeouts))
+		pfs_store(&s->servers[r->idx].timeouts, 0);
+}
+
+/* Counts a failed request, and marks its server down when it refused or
+ * reset, or timed out twice in a row (one slow answer on a loaded host
+ * does not take a server out); the log lines are rate-limited. */
 static void note_failure(struct pfs_shared *s, memcached_st *m, const struct route *r,
 			 memcached_return_t rc, const char *what)
 {
-	if (rc == MEMCACHED_TIMEOUT)
+	int down = is_down(rc);
+	if (rc == MEMCACHED_TIMEOUT) {
 		pfs_add(&s->st_timeouts, 1);
-	else
+		down = pfs_add(&s->servers[r->idx].timeouts, 1) >= TIMEOUTS_DOWN;
+	} else {
 		pfs_add(&s->st_errors, 1);
+	}
 	const char *why = memcached_strerror(m, rc);
 	char key[64];
-	if (is_down(rc) && r->idx >= 0) {
+	if (down) {
 		struct server *sv = &s->servers[r->idx];
 		pfs_store(&sv->down_until, pfs_clock_ns() + (uint64_t)(s->retry * 1e9));
 		snprintf(key, sizeof(key), "shared:down:%d", r->idx);
@@ -362,6 +376,7 @@ static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, cons
 	memcached_return_t rc;
 	char *val = memcached_get_by_key(m, r.gk, r.gkl, key->k, key->klen, &vallen, &flags,
 					 &rc);
+	seen(s, &r, rc);
 	int ret;
 	if (val && rc == MEMCACHED_SUCCESS) {
 		ret = check_value(key, val, vallen, buf, len, v);
@@ -418,6 +433,7 @@ int pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key)
 		return -1;
 	}
 	memcached_return_t rc = memcached_add_by_key(m, r.gk, r.gkl, lk, lkl, "1", 1, LOCK_TTL, 0);
+	seen(s, &r, rc);
 	int ret = -1;
 	if (rc == MEMCACHED_SUCCESS)
 		ret = 1;
@@ -444,6 +460,7 @@ static int lock_held(struct pfs_shared *s, const struct pfs_shared_key *key)
 		return -1;
 	}
 	memcached_return_t rc = memcached_exist_by_key(m, r.gk, r.gkl, lk, lkl);
+	seen(s, &r, rc);
 	int ret = rc == MEMCACHED_SUCCESS ? 1 : rc == MEMCACHED_NOTFOUND ? 0 : -1;
 	if (ret < 0)
 		note_failure(s, m, &r, rc, "lock check");
@@ -512,6 +529,7 @@ static void store(struct pfs_shared *s, struct qitem *it, char **vbuf, size_t *v
 		memcpy(*vbuf + sizeof(h) + vlen, it->data, it->len);
 		memcached_return_t rc = memcached_set_by_key(m, r.gk, r.gkl, it->key.k,
 							     it->key.klen, *vbuf, total, 0, 0);
+		seen(s, &r, rc);
 		if (rc == MEMCACHED_SUCCESS) {
 			pfs_add(&s->st_stores, 1);
 			pfs_add(&s->st_bytes, it->len);
@@ -532,6 +550,7 @@ unlock:
 		size_t lkl;
 		lock_key(&it->key, lk, sizeof(lk), &lkl);
 		memcached_return_t rc = memcached_delete_by_key(m, r.gk, r.gkl, lk, lkl, 0);
+		seen(s, &r, rc);
 		if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_NOTFOUND)
 			note_failure(s, m, &r, rc, "unlock");
 	}

@@ -22,8 +22,9 @@
  * a block of another version than the one pinned is never used.
  *
  * Failures never fail a read: a dead or slow server costs at most about
- * `timeout` per request, is left out for `retry` seconds (per process:
- * its keys go where ketama puts "KEY#1", ...), and the get is a miss. Too-large items (memcached's -I) are counted and
+ * `timeout` per request; refused or reset once, or timed out twice in a
+ * row, it is left out for `retry` seconds (per process: its keys go where
+ * ketama puts "KEY#1", ...); the get is a miss. Too-large items (memcached's -I) are counted and
  * logged once.
  *
  * No herd: pfs_shared_lock() adds a lock item (TTL 2 s) for a missing

@@ -47,7 +47,8 @@ def test_help_lists_commands_and_keys(prestofs_bin):
     assert all(len(line) < 80 for line in text.splitlines())
     keys = example_keys()
     assert len(keys) >= 24
-    assert {s for s, _, _ in keys} == {"origin", "cache", "prefetch", "views", "mount"}
+    assert {s for s, _, _ in keys} == {"origin", "cache", "shared", "prefetch", "views",
+                                       "mount"}
     for section, key, default in keys:
         assert f"[{section}]" in text
         assert re.search(rf" -o {key}[= ]", flat), key

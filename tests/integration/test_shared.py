@@ -108,8 +108,10 @@ def servers(*mcs):
 
 
 def opts(mcs, **kw):
+    # A generous timeout: the CI machine is loaded, and one test looks at
+    # what timeouts do (test_hung_and_missing_servers, at the default).
     o = {"ram_size": "64M", "block_size": "128K", "prefetch": "off",
-         "shared_cache": servers(*mcs)}
+         "shared_cache": servers(*mcs), "shared_timeout": "1"}
     o.update(kw)
     return o
 
@@ -300,7 +302,7 @@ def test_server_refuses_items(tmp_path, nginx, mount, memcached):
     wait_drained(a)
     sa = shared_stats(a)
     print(f"-M: {sa}")
-    assert sa["stores"] + sa["errors"] + sa["too_large"] == len(files), sa
+    assert sa["stores"] + sa["errors"] + sa["too_large"] + sa["skipped"] == len(files), sa
     assert sa["errors"] > 0, sa         # out of memory: refused, not evicted
     b = mount(ng.url, opts([full]), name="b")
     assert read_checked(b, files, threads=4) == []
@@ -354,7 +356,7 @@ def test_hung_and_missing_servers(tmp_path, nginx, mount, memcached):
         spec = (f"memcached://127.0.0.1:{hole.getsockname()[1]}+127.0.0.1:{dead_port}"
                 f"+{good.url}")
         a = mount(ng.url, {"ram_size": "64M", "block_size": "128K", "prefetch": "off",
-                           "shared_cache": spec, "shared_timeout": "0.05",
+                           "shared_cache": spec, "shared_timeout": "0.2",
                            "shared_retry": "30"}, name="a")
         t0 = time.monotonic()
         assert read_checked(a, files, threads=4) == []
@@ -362,17 +364,17 @@ def test_hung_and_missing_servers(tmp_path, nginx, mount, memcached):
         assert sa["timeouts"] + sa["errors"] >= 1, sa
         print(f"hung+missing: {blocks} blocks in {time.monotonic() - t0:.2f} s, {sa}")
         # A hung server costs the requests in flight to it one timeout
-        # each (4 readers and the writer), then it is left out for
+        # each (4 readers and the writer; two in a row), then it is left out for
         # shared_retry, as is the missing one: its keys go to the good
         # server, which stores all blocks.
-        assert 1 <= sa["timeouts"] <= 6, sa
+        assert 1 <= sa["timeouts"] <= 8, sa
         assert sa["errors"] <= 6, sa
         assert sa["servers_down"] == 2, sa
         assert requests(a) >= blocks
         wait_drained(a)
         assert shared_stats(a)["stores"] >= blocks - 12
         b = mount(ng.url, {"ram_size": "64M", "block_size": "128K", "prefetch": "off",
-                           "shared_cache": spec, "shared_timeout": "0.05",
+                           "shared_cache": spec, "shared_timeout": "0.2",
                            "shared_retry": "30"}, name="b")
         r0 = requests(b)
         assert read_checked(b, files, threads=4) == []
@@ -446,7 +448,7 @@ def test_prefetch_and_config_file(tmp_path, nginx, mount, three):
     conf = tmp_path / "prestofs.conf"
     conf.write_text("[cache]\nram_size = 64M\nblock_size = 128K\n"
                     "[shared]\nshared_cache = memcached://" +
-                    ", ".join(mc.url for mc in three) + "\nshared_timeout = 0.2\n")
+                    ", ".join(mc.url for mc in three) + "\nshared_timeout = 1\n")
     a = mount(ng.url, {"config": str(conf)}, name="a")
     assert read_checked(a, files, threads=4) == []
     wait_drained(a)
@@ -482,7 +484,8 @@ def test_s3_origin(tmp_path, mount, three, s3rver):
     b = s3mount("b")
     r0 = requests(b)
     assert read_checked(b, want) == []
-    assert requests(b) - r0 == 0 and shared_stats(b)["hits"] > 0
+    assert requests(b) - r0 == 0 and shared_stats(b)["hits"] > 0, (shared_stats(a),
+                                                                   shared_stats(b))
     for mc in three:
         for k in mc.keys():
             v = mc.get(k) or b""
