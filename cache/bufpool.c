@@ -25,6 +25,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void *idle_head[NCLASSES]; /* guarded by lock */
 static uint64_t idle_bytes;       /* guarded by lock; read racily for stats */
+static uint64_t idle_lent;        /* guarded by lock: the cap's lent part */
 
 /* Class k holds buffers of PFS_BUFPOOL_MIN << k bytes. */
 static unsigned class_of(size_t len, size_t *size)
@@ -79,7 +80,7 @@ void pfs_bufpool_free(void *p, size_t len)
 	size_t size;
 	unsigned k = class_of(len, &size);
 	pthread_mutex_lock(&lock);
-	if (idle_bytes + size <= PFS_BUFPOOL_IDLE_MAX) {
+	if (idle_bytes + size <= PFS_BUFPOOL_IDLE_MAX + idle_lent) {
 		*(void **)p = idle_head[k];
 		idle_head[k] = p;
 		idle_bytes += size;
@@ -105,4 +106,40 @@ uint64_t pfs_bufpool_idle(void)
 	uint64_t n = idle_bytes;
 	pthread_mutex_unlock(&lock);
 	return n;
+}
+
+void pfs_bufpool_lend(uint64_t bytes)
+{
+	pthread_mutex_lock(&lock);
+	idle_lent += bytes;
+	pthread_mutex_unlock(&lock);
+}
+
+/* An idle buffer taken off its list to be unmapped after the unlock. */
+struct dropped {
+	struct dropped *next;
+	size_t size;
+};
+
+void pfs_bufpool_unlend(uint64_t bytes)
+{
+	struct dropped *drop = NULL, *d;
+	void *p;
+
+	pthread_mutex_lock(&lock);
+	idle_lent -= bytes < idle_lent ? bytes : idle_lent;
+	for (unsigned k = NCLASSES; k-- > 0;)
+		while (idle_bytes > PFS_BUFPOOL_IDLE_MAX + idle_lent && (p = idle_head[k])) {
+			idle_head[k] = *(void **)p;
+			idle_bytes -= (size_t)PFS_BUFPOOL_MIN << k;
+			d = p;
+			d->size = (size_t)PFS_BUFPOOL_MIN << k;
+			d->next = drop;
+			drop = d;
+		}
+	pthread_mutex_unlock(&lock);
+	while ((d = drop)) {
+		drop = d->next;
+		munmap(d, d->size);
+	}
 }

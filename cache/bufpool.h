@@ -7,8 +7,9 @@
  * mmap into them. Buffers of PFS_BUFPOOL_MIN bytes or more are mmap'd
  * instead, in power-of-two size classes; a freed one is kept for reuse
  * (its pages already faulted in: no page faults, no syscall) while the
- * idle ones total at most PFS_BUFPOOL_IDLE_MAX bytes, else unmapped. So
- * what the process holds for blocks is what is in use plus that idle cap.
+ * idle ones total at most PFS_BUFPOOL_IDLE_MAX bytes plus what is lent
+ * (below), else unmapped. So what the process holds for blocks is what is
+ * in use plus that idle cap.
  * Smaller buffers come from malloc, and all of them do under
  * AddressSanitizer (so it still sees every overrun).
  *
@@ -32,5 +33,13 @@ void pfs_bufpool_free(void *p, size_t len);
 size_t pfs_bufpool_size(size_t len);
 /* Idle bytes held for reuse now. */
 uint64_t pfs_bufpool_idle(void);
+/* A module that bounds buffers of its own lends that bound to the idle
+ * cap while it lives: the SSD tier's write queue (queue_max), whose writer
+ * frees the blocks it held in bursts that the fill path then maps anew
+ * (munmap's TLB shootdowns and first-touch page faults were 10% of a cold
+ * epoch's CPU with a RAM tier smaller than the data). unlend trims the
+ * idle buffers down to the lower cap. */
+void pfs_bufpool_lend(uint64_t bytes);
+void pfs_bufpool_unlend(uint64_t bytes);
 
 #endif

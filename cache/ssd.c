@@ -66,6 +66,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "bufpool.h"
 #include "ssd_int.h"
 #include "../util/log.h"
 #include "../util/stats.h"
@@ -465,7 +466,6 @@ int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 	s->queue_max = o->queue_bytes ? o->queue_bytes : DEFAULT_QUEUE;
 	s->seg_size = o->segment_size ? o->segment_size : DEFAULT_SEGMENT;
 	pthread_mutex_init(&s->q_lock, NULL);
-	pthread_mutex_init(&s->rec_lock, NULL);
 	pthread_mutex_init(&s->seg_lock, NULL);
 	pthread_mutex_init(&s->dctx_lock, NULL);
 	pthread_cond_init(&s->q_wake, NULL);
@@ -495,6 +495,10 @@ int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 	if ((rc = -pthread_create(&s->writer, NULL, ssd_writer_main, s)))
 		goto fail;
 	s->writer_started = 1;
+	/* The blocks the writer holds are bounded by queue_max: so are the
+	 * buffers it frees at once when it has written a batch, kept idle for
+	 * the next fills instead of unmapped (bufpool.h). */
+	pfs_bufpool_lend(s->queue_max);
 	pfs_info("ssd_dir %s: %llu entries, %llu of %llu bytes", s->dir,
 		 (unsigned long long)s->st_entries, (unsigned long long)s->st_bytes,
 		 (unsigned long long)s->budget);
@@ -547,7 +551,8 @@ void pfs_ssd_close(struct pfs_ssd *s)
 		s->t_head = t->next;
 		free(t);
 	}
-	ssd_rec_drain(s);
+	if (s->writer_started)
+		pfs_bufpool_unlend(s->queue_max);
 	ssd_append_close(s);
 	ssd_seg_close_all(s);
 	if (s->env)
@@ -562,7 +567,6 @@ void pfs_ssd_close(struct pfs_ssd *s)
 	pthread_mutex_destroy(&s->dctx_lock);
 	pthread_mutex_destroy(&s->seg_lock);
 	pthread_mutex_destroy(&s->q_lock);
-	pthread_mutex_destroy(&s->rec_lock);
 	free(s->origin_id);
 	free(s->dir);
 	free(s);

@@ -25,7 +25,6 @@
 #define SSD_ALIGN 4096u          /* entries start on file-system block bounds */
 #define SSD_KEY_MAX (PFS_SSD_PATH_MAX + 1 + 8)
 #define SSD_SEG_BUCKETS 256
-#define SSD_REC_CLASSES 48        /* bufpool size classes kept for reuse */
 #define SSD_DCTX_KEEP 16
 #define SSD_KINDS 64
 #define SSD_KIND_LEN 16
@@ -130,13 +129,6 @@ struct pfs_ssd {
 	int stop;                 /* q_lock */
 	pthread_t writer;
 	int writer_started;
-
-	/* Block copies the writer is done with, kept for the next put (their
-	 * pages already in: no mapping, no page faults), at most queue_max
-	 * bytes. Per bufpool size class, linked through their first word. */
-	pthread_mutex_t rec_lock;
-	void *rec[SSD_REC_CLASSES]; /* rec_lock */
-	uint64_t rec_bytes;         /* rec_lock */
 
 	pthread_mutex_t seg_lock;
 	struct segfd *segfds[SSD_SEG_BUCKETS]; /* seg_lock */
@@ -255,8 +247,6 @@ void ssd_item_free(struct pfs_ssd *s, struct item *it);
 /* Gives a put's bytes back (release, or the copy's buffer kept for the
  * next put) once they are staged: no longer needed by the batch. */
 void ssd_item_data_done(struct pfs_ssd *s, struct item *it);
-/* Frees the buffers ssd_item_free kept for reuse (at close). */
-void ssd_rec_drain(struct pfs_ssd *s);
 /* Asks the writer to remove key's entry if it is still the one at
  * (seg, off); seg UINT32_MAX: whatever is there. Best effort: nothing is
  * queued on a disabled tier or past SSD_DROP_MAX drops. Any thread. */

@@ -14,67 +14,14 @@
 #include "ssd_int.h"
 #include "../util/log.h"
 
-/* A buffer for a put's copy of len bytes: one the writer gave back, else
- * a new one. */
-static void *buf_get(struct pfs_ssd *s, size_t len)
-{
-	size_t size = pfs_bufpool_size(len);
-	void *p = NULL;
-	if (size) {
-		unsigned k = (unsigned)__builtin_ctzll(size / PFS_BUFPOOL_MIN);
-		pthread_mutex_lock(&s->rec_lock);
-		if (k < SSD_REC_CLASSES && (p = s->rec[k])) {
-			s->rec[k] = *(void **)p;
-			s->rec_bytes -= size;
-		}
-		pthread_mutex_unlock(&s->rec_lock);
-	}
-	return p ? p : pfs_bufpool_alloc(len);
-}
-
-/* Keeps a put's buffer for the next put while the kept buffers total at
- * most queue_max; else gives it back. Puts take kept buffers first, so a
- * buffer is mapped anew only when queued and kept bytes together pass
- * their peak so far: a queue that fills and drains again and again (a
- * cold epoch) reuses the same buffers instead of unmapping half of them
- * each time (munmap and the page faults after it were 5% of a cold
- * epoch's CPU with a cap of queue_max / 2). */
-static void buf_put(struct pfs_ssd *s, void *p, size_t len)
-{
-	size_t size = pfs_bufpool_size(len);
-	unsigned k = size ? (unsigned)__builtin_ctzll(size / PFS_BUFPOOL_MIN) : SSD_REC_CLASSES;
-	if (k < SSD_REC_CLASSES) {
-		pthread_mutex_lock(&s->rec_lock);
-		if (s->rec_bytes + size <= s->queue_max) {
-			*(void **)p = s->rec[k];
-			s->rec[k] = p;
-			s->rec_bytes += size;
-			p = NULL;
-		}
-		pthread_mutex_unlock(&s->rec_lock);
-	}
-	pfs_bufpool_free(p, len);
-}
-
-void ssd_rec_drain(struct pfs_ssd *s)
-{
-	for (unsigned k = 0; k < SSD_REC_CLASSES; k++)
-		while (s->rec[k]) {
-			void *p = s->rec[k];
-			s->rec[k] = *(void **)p;
-			pfs_bufpool_free(p, (size_t)PFS_BUFPOOL_MIN << k);
-		}
-	s->rec_bytes = 0;
-}
-
 void ssd_item_data_done(struct pfs_ssd *s, struct item *it)
 {
 	if (it->stored && it->stored != it->data)
 		free(it->stored);
 	if (it->release)
 		it->release(it->rel_arg);
-	else if (it->data)
-		buf_put(s, it->data, it->len);
+	else
+		pfs_bufpool_free(it->data, it->len);
 	it->stored = it->data = NULL;
 	it->release = NULL;
 }
@@ -213,10 +160,10 @@ static int put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 		it->release = release;
 		it->rel_arg = arg;
 		release = NULL;         /* the item releases it now */
-	} else if ((it->data = buf_get(s, len))) {
-		/* The copy comes from the buffer pool: a buffer the writer gave
-		 * back moments ago, its pages already in (no page faults, no
-		 * allocator). */
+	} else if ((it->data = pfs_bufpool_alloc(len))) {
+		/* Most likely a buffer the writer gave back moments ago, its
+		 * pages already in: the tier lends queue_max to the pool's idle
+		 * cap (pfs_ssd_open). */
 		memcpy(it->data, buf, len);
 	} else {
 		rc = -EAGAIN;

@@ -1,5 +1,6 @@
 /* Unit tests for cache/bufpool.h: reuse within a class, an idle cap that
- * holds, small buffers from malloc, many threads at once. */
+ * holds (lent bytes included, trimmed when given back), small buffers
+ * from malloc, many threads at once. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,6 +62,42 @@ static void test_idle_cap(void **state)
 	assert_true(pfs_bufpool_idle() >= PFS_BUFPOOL_IDLE_MAX - (2u << 20));
 }
 
+/* Frees n buffers of 1 MiB at once (a burst, as the SSD writer's). */
+static void burst(int n)
+{
+	void *p[64];
+	for (int i = 0; i < n; i++) {
+		p[i] = pfs_bufpool_alloc(1 << 20);
+		assert_non_null(p[i]);
+		memset(p[i], i, 1 << 20);
+	}
+	for (int i = 0; i < n; i++)
+		pfs_bufpool_free(p[i], 1 << 20);
+}
+
+static void test_lend(void **state)
+{
+	(void)state;
+#ifdef __SANITIZE_ADDRESS__
+	skip();
+#endif
+	pfs_bufpool_lend(16u << 20);
+	burst(40);
+	/* the cap is 8 MiB + 16 lent */
+	assert_true(pfs_bufpool_idle() <= PFS_BUFPOOL_IDLE_MAX + (16u << 20));
+	assert_true(pfs_bufpool_idle() >= PFS_BUFPOOL_IDLE_MAX + (14u << 20));
+	/* a second burst reuses them: no more is kept */
+	burst(20);
+	assert_true(pfs_bufpool_idle() <= PFS_BUFPOOL_IDLE_MAX + (16u << 20));
+	/* given back: trimmed to the plain cap at once, and held there */
+	pfs_bufpool_unlend(16u << 20);
+	assert_true(pfs_bufpool_idle() <= PFS_BUFPOOL_IDLE_MAX);
+	burst(40);
+	assert_true(pfs_bufpool_idle() <= PFS_BUFPOOL_IDLE_MAX);
+	pfs_bufpool_unlend(1u << 20); /* more than lent: nothing below the plain cap */
+	assert_true(pfs_bufpool_idle() >= PFS_BUFPOOL_IDLE_MAX - (2u << 20));
+}
+
 static void *hammer(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
@@ -95,6 +132,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reuse_and_classes),
 		cmocka_unit_test(test_idle_cap),
+		cmocka_unit_test(test_lend),
 		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
