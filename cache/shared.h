@@ -76,7 +76,8 @@ int pfs_shared_parse_servers(const char *spec, char *err, size_t errcap);
 /* Connects nothing yet (connections open on first use). 0 and *out, or
  * -EINVAL (bad server list: logged), -ENOMEM. */
 int pfs_shared_create(const struct pfs_shared_opts *o, struct pfs_shared **out);
-/* Stores what is queued (at most ~1 s), then frees. NULL ok. */
+/* Stores what is queued (for at most about 2 s: then the rest is dropped,
+ * its data released), then frees. NULL ok. */
 void pfs_shared_destroy(struct pfs_shared *s);
 
 void pfs_shared_key(const struct pfs_shared *s, const char *path, uint64_t size, uint64_t fp,
@@ -85,9 +86,11 @@ void pfs_shared_key(const struct pfs_shared *s, const char *path, uint64_t size,
 /* Block `key` into buf (exactly len bytes) and its validator into v
  * (PFS_SHARED_VALIDATOR_MAX). `pinned`: the version the caller must have
  * ("" or NULL: any). 0: a hit whose header, length and checksum all check
- * (and whose validator is `pinned`); -ENOENT: a miss (also after a bad
- * value, deleted; a value of another version, counted as stale; any
- * server failure or timeout). Never another error. */
+ * (and whose validator is `pinned`); -ENOENT: a miss (absent; a bad
+ * value, deleted; a value of another version, counted as stale); -EIO:
+ * no answer (a server failure or timeout, no connection free, every
+ * server down): the caller should not wait on a lock there. buf may have
+ * been written even on a miss. */
 int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, const char *pinned,
 		   void *buf, size_t len, char *v);
 
@@ -96,8 +99,9 @@ int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, const
  * pfs_shared_unlock), 0 when another node or thread does (call
  * pfs_shared_wait), -1 when the servers do not answer (fetch, no lock). */
 int pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key);
-/* Waits up to lock_wait for another's fetch of `key` to be stored, as
- * pfs_shared_get. Counts shared.lock_waits. */
+/* Waits up to lock_wait (plus one request) for another's fetch of `key`
+ * to be stored; returns as pfs_shared_get. Counts shared.lock_waits; the
+ * block then counts one miss (the first get) and one hit or miss here. */
 int pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key,
 		    const char *pinned, void *buf, size_t len, char *v);
 /* Releases a held lock (the fetch failed); queued, never blocks. */
@@ -114,7 +118,8 @@ int pfs_shared_put(struct pfs_shared *s, const struct pfs_shared_key *key, const
 		   const void *data, size_t len, int unlock, void (*release)(void *),
 		   void *arg);
 
-/* Waits until every store queued so far is done (tests, unmount). */
+/* Waits until every store queued before the call is done (stored,
+ * refused or failed). */
 void pfs_shared_flush(struct pfs_shared *s);
 
 struct pfs_shared_stats {
@@ -129,11 +134,15 @@ struct pfs_shared_stats {
 	uint64_t lock_wait_hits;    /* of those, found it */
 	uint64_t too_large;         /* stores refused as larger than -I */
 	uint64_t dropped;           /* stores not queued (queue full) */
-	uint64_t queued;            /* gauge: stores waiting (0: drained) */
+	uint64_t queued;            /* gauge: stores waiting (0: every one
+				     * processed: stored, refused or failed) */
 	uint64_t servers;           /* gauge: servers configured */
 	uint64_t servers_down;      /* gauge: of those, left out now */
 	uint64_t skipped;           /* requests not sent: every server they
 				     * could go to was down */
+	uint64_t busy;              /* requests not sent: no connection free
+				     * within `timeout` (all PFS_SHARED_CONNS
+				     * in use) */
 };
 void pfs_shared_stats(struct pfs_shared *s, struct pfs_shared_stats *out);
 /* Stats source (pfs_stats_fn): shared.hits, ... (prestofs(1)). NULL: zeros. */

@@ -125,21 +125,21 @@ struct pfs_fsi_fill {
 	int ssd_pending;            /* set by the fill: that put is due */
 	char v[PFS_SSD_ETAG_MAX];   /* ssd_pending, shared_pending: the
 				     * validator to store */
-	int from_shared;            /* set by the fill: found in the shared tier */
 	int shared_pending;         /* set by the fill: a shared put is due
 				     * (with defer_ssd), of shared_key */
 	int shared_unlock;          /* with shared_pending: release its lock */
 	struct pfs_shared_key shared_key;
 };
-/* A RAM miss: the SSD tier, else the origin, under the file's pinned
- * version (a pfs_bcache_fill_fn; p: struct pfs_fsi_fill). */
+/* A RAM miss: the SSD tier, else the shared tier, else the origin, under
+ * the file's pinned version (a pfs_bcache_fill_fn; p: struct
+ * pfs_fsi_fill). A fill that took the shared tier's lock for the block
+ * releases it itself when it fails; on success the put that follows does. */
 int pfs_fsi_fill_block(void *p, void *buf, size_t len);
 /* After a pfs_bcache_get whose fill (c, with defer_ssd) came from the
  * origin or the shared tier: block b goes to the SSD tier, and (from the
  * origin) to the shared tier, without a copy (each tier's writer holds
- * b's data until it is written, pfs_bcache_hold). Call while holding b;
- * nothing to do when no put is due. After a fill that failed or did not
- * run, it only releases the shared lock the fill may hold. */
+ * b's data until it is written, pfs_bcache_hold). Call while holding b,
+ * after a get that succeeded; nothing to do when no put is due. */
 void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b);
 /* A warm-up's put into the SSD tier: only while the tier has room under
  * its budget (so it never evicts), waiting for room in the write queue

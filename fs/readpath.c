@@ -97,14 +97,16 @@ static int fill_from_origin(struct pfs_fsi_fill *c, const char *path, void *buf,
 
 /* The shared tier's copy of a block, usable under the same rule as the
  * SSD tier's: it must be of the version pinned for the file, or it pins
- * its own. Objects without a validator are never shared. `wait`: wait for
- * another's fetch (pfs_shared_wait). */
+ * its own. `wait`: wait for another's fetch (pfs_shared_wait). 0, -ENOENT
+ * (a miss: worth a lock), -EIO (the servers did not answer: no lock),
+ * -ESTALE (another version is pinned), -EOPNOTSUPP (an object without a
+ * validator: never shared). */
 static int fill_from_shared(struct pfs_fsi_fill *c, void *buf, size_t len, int wait)
 {
 	char pinned[PFS_ETAG_MAX], v[PFS_ETAG_MAX];
 	pfs_ftable_etag(c->fs->ft, c->node, pinned);
 	if (!strcmp(pinned, PFS_VALIDATOR_NONE))
-		return -ENOENT;
+		return -EOPNOTSUPP;
 	int rc = wait ? pfs_shared_wait(c->fs->shared, &c->shared_key, pinned, buf, len, v) :
 			pfs_shared_get(c->fs->shared, &c->shared_key, pinned, buf, len, v);
 	if (rc < 0)
@@ -160,7 +162,7 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	if (c->fs->shared) {
 		pfs_shared_key(c->fs->shared, path, c->size, c->fp, blk, &c->shared_key);
 		rc = fill_from_shared(c, buf, len, 0);
-		if (rc != 0 && rc != -ESTALE) {
+		if (rc == -ENOENT) {
 			/* Several nodes (or threads) missing it at once: one
 			 * fetches, the others wait for its store. */
 			lock = pfs_shared_lock(c->fs->shared, &c->shared_key);
@@ -168,7 +170,6 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 				rc = fill_from_shared(c, buf, len, 1);
 		}
 		if (rc == 0) {
-			c->from_shared = 1;
 			snprintf(v, sizeof(v), "%s", c->v);
 			to_ssd(c, path, blk, v, buf, len);
 			return 0;

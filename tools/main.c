@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <fuse_lowlevel.h>
 
@@ -298,6 +299,14 @@ int main(int argc, char **argv)
 	}
 	pfs_log_set_level(o.debug ? PFS_LOG_DEBUG : o.log_level);
 	pfs_log_route_fuse();
+	/* A local directory's validator is its inode and mtime: nodes with
+	 * their own copies would pin each other's and then fail their reads. */
+	if (o.shared_cache && strncasecmp(o.origin, "http://", 7) &&
+	    strncasecmp(o.origin, "https://", 8) && strncasecmp(o.origin, "s3://", 5)) {
+		fprintf(stderr, "prestofs: shared_cache needs an http://, https:// or s3:// "
+			"origin, not a local directory (its versions differ between nodes)\n");
+		goto out_opts;
+	}
 	if (!o.foreground && fork_daemon() < 0) {
 		fprintf(stderr, "prestofs: fork: %s\n", strerror(errno));
 		goto out_opts;

@@ -31,6 +31,7 @@ static void test_server_lists(void **state)
 		{"host", "HOST:PORT"}, {":11211", "HOST:PORT"}, {"h:0", "port"},
 		{"h:65536", "port"}, {"h:x", "port"}, {"h:", "port"}, {"[::1", "[ADDRESS]:PORT"},
 		{"[::1]11211", "[ADDRESS]:PORT"}, {"h:1+k", "HOST:PORT"},
+		{"memcached://a:1+memcached://b:2", "prefix"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = 0;
@@ -38,6 +39,21 @@ static void test_server_lists(void **state)
 			fail_msg("'%s' accepted", bad[i].spec);
 		if (!strstr(err, bad[i].word))
 			fail_msg("'%s': '%s' lacks '%s'", bad[i].spec, err, bad[i].word);
+	}
+	/* Host names up to 255 bytes; longer ones are refused, not copied
+	 * (a 290-byte one overflowed a 256-byte buffer). */
+	char spec[400];
+	for (size_t hl = 250; hl <= 298; hl++) {
+		memset(spec, 'h', hl);
+		snprintf(spec + hl, sizeof(spec) - hl, ":11211");
+		int rc = pfs_shared_parse_servers(spec, err, sizeof(err));
+		if (hl <= 255 ? rc != 0 : rc != -EINVAL || !strstr(err, "long"))
+			fail_msg("host of %zu bytes: %d '%s'", hl, rc, err);
+		spec[0] = '[';
+		spec[hl - 1] = ']';
+		rc = pfs_shared_parse_servers(spec, err, sizeof(err));
+		if (hl - 2 <= 255 ? rc != 0 : rc != -EINVAL || !strstr(err, "long"))
+			fail_msg("[host] of %zu bytes: %d '%s'", hl - 2, rc, err);
 	}
 }
 
@@ -103,9 +119,10 @@ static void test_no_server(void **state)
 	struct pfs_shared_key k;
 	char buf[4096], v[PFS_SHARED_VALIDATOR_MAX];
 	pfs_shared_key(s, "a", 4096, 1, 0, &k);
-	assert_int_equal(pfs_shared_get(s, &k, "", buf, sizeof(buf), v), -ENOENT);
+	/* No answer: -EIO (a caller takes no lock on it). */
+	assert_int_equal(pfs_shared_get(s, &k, "", buf, sizeof(buf), v), -EIO);
 	assert_int_equal(pfs_shared_lock(s, &k), -1);
-	assert_int_equal(pfs_shared_wait(s, &k, NULL, buf, sizeof(buf), v), -ENOENT);
+	assert_int_equal(pfs_shared_wait(s, &k, NULL, buf, sizeof(buf), v), -EIO);
 	/* Puts: no validator is refused (and released); else queued. */
 	released = 0;
 	assert_int_equal(pfs_shared_put(s, &k, "-", buf, sizeof(buf), 0, on_release, NULL),
@@ -129,12 +146,12 @@ static void test_no_server(void **state)
 	assert_true(st.misses >= 2);
 	/* Both refused once, then left out: later calls send nothing. */
 	pfs_shared_key(s, "b", 4096, 1, 0, &k);
-	assert_int_equal(pfs_shared_get(s, &k, "", buf, sizeof(buf), v), -ENOENT);
+	assert_int_equal(pfs_shared_get(s, &k, "", buf, sizeof(buf), v), -EIO);
 	pfs_shared_stats(s, &st);
 	uint64_t errors = st.errors;
 	for (int i = 0; i < 50; i++) {
 		pfs_shared_key(s, "c", 4096, 1, (uint64_t)i, &k);
-		assert_int_equal(pfs_shared_get(s, &k, "", buf, sizeof(buf), v), -ENOENT);
+		assert_int_equal(pfs_shared_get(s, &k, "", buf, sizeof(buf), v), -EIO);
 	}
 	pfs_shared_stats(s, &st);
 	assert_int_equal(st.errors, errors);
