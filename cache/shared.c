@@ -91,19 +91,28 @@ static int check_value(const struct pfs_shared_key *key, const char *val, size_t
 	return 0;
 }
 
+/* A connection and the route of a request about key, or NULL (none free,
+ * or every server it could go to is down). */
+static memcached_st *conn_routed(struct pfs_shared *s, const struct pfs_shared_key *key,
+				 struct route *r)
+{
+	memcached_st *m = shared_conn_get(s);
+	if (m && shared_route(s, m, key, r) < 0) {
+		shared_conn_put(s, m);
+		m = NULL;
+	}
+	return m;
+}
+
 /* One get: 0 (checked hit), -ENOENT (absent), -ESTALE (another version
  * than pinned), -EIO (failed or bad). */
 static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, const char *pinned,
 		    void *buf, size_t len, char *v)
 {
 	struct route r;
-	memcached_st *m = shared_conn_get(s);
+	memcached_st *m = conn_routed(s, key, &r);
 	if (!m)
 		return -EIO;
-	if (shared_route(s, m, key, &r) < 0) {
-		shared_conn_put(s, m);
-		return -EIO;
-	}
 	size_t vallen = 0;
 	uint32_t flags = 0;
 	memcached_return_t rc;
@@ -159,13 +168,9 @@ int pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key)
 	size_t lkl;
 	lock_key(key, lk, sizeof(lk), &lkl);
 	struct route r;
-	memcached_st *m = shared_conn_get(s);
+	memcached_st *m = conn_routed(s, key, &r);
 	if (!m)
 		return -1;
-	if (shared_route(s, m, key, &r) < 0) {
-		shared_conn_put(s, m);
-		return -1;
-	}
 	memcached_return_t rc = memcached_add_by_key(m, r.gk, r.gkl, lk, lkl, "1", 1, LOCK_TTL, 0);
 	shared_seen(s, &r, rc);
 	int ret = -1;
@@ -188,13 +193,9 @@ static int lock_held(struct pfs_shared *s, const struct pfs_shared_key *key)
 	uint32_t fl;
 	struct route r;
 	lock_key(key, lk, sizeof(lk), &lkl);
-	memcached_st *m = shared_conn_get(s);
+	memcached_st *m = conn_routed(s, key, &r);
 	if (!m)
 		return -1;
-	if (shared_route(s, m, key, &r) < 0) {
-		shared_conn_put(s, m);
-		return -1;
-	}
 	memcached_return_t rc;
 	char *val = memcached_get_by_key(m, r.gk, r.gkl, lk, lkl, &vl, &fl, &rc);
 	shared_seen(s, &r, rc);
