@@ -608,3 +608,26 @@ def test_changed_object_part_evicted(tmp_path, nginx, mount, three):
     except OSError as e:
         assert e.errno == errno.EIO, e
         print("part evicted: EIO")
+
+
+def test_warm_up_through_shared(tmp_path, nginx, mount, three, prestofs_bin):
+    """`prestofs warm` fills through the same path: what one node's warm-up
+    fetched, another node's warm-up takes from memcached into its SSD tier."""
+    src = tmp_path / "src"
+    files = make_files(src, 30, 10 * KiB, 300 * KiB, 16)
+    blocks = nblocks(src, files, 128 * KiB)
+    ng = nginx(src)
+    a = mount(ng.url, opts(three, ssd_dir=str(tmp_path / "ssd-a")), name="a")
+    p = subprocess.run([str(prestofs_bin), "warm", str(a.path)], capture_output=True,
+                       text=True, timeout=WAIT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    wait_drained(a)
+    assert shared_stats(a)["stores"] == blocks
+    b = mount(ng.url, opts(three, ssd_dir=str(tmp_path / "ssd-b")), name="b")
+    r0 = requests(b)
+    p = subprocess.run([str(prestofs_bin), "warm", str(b.path)], capture_output=True,
+                       text=True, timeout=WAIT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert requests(b) - r0 == 0 and shared_stats(b)["hits"] == blocks, shared_stats(b)
+    assert read_checked(b, files) == []
+    assert requests(b) - r0 == 0
