@@ -318,22 +318,8 @@ int pfs_ssd_save_listing(struct pfs_ssd *s, const void *buf, size_t len)
 	memcpy(hdr, LISTING_MAGIC, 8);
 	le64(hdr + 8, len);
 	le64(hdr + 16, XXH3_64bits(buf, len));
-	{
-		ssize_t n = pwrite(fd, hdr, sizeof(hdr), 0);
-		size_t done = 0;
-		if (n != (ssize_t)sizeof(hdr))
-			rc = n < 0 ? -errno : -EIO;
-		while (!rc && done < len) {
-			n = pwrite(fd, (const char *)buf + done, len - done,
-				   (off_t)(LISTING_HDR + done));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				rc = n < 0 ? -errno : -EIO;
-			else
-				done += (size_t)n;
-		}
-	}
+	if (!(rc = pwrite_full(fd, hdr, sizeof(hdr), 0)))
+		rc = pwrite_full(fd, buf, len, LISTING_HDR);
 	if (!rc && fsync(fd))
 		rc = -errno;
 	close(fd);

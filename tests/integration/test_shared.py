@@ -32,6 +32,7 @@ import time
 import pytest
 
 from helpers.compare import drop_page_cache, read_all
+from helpers.dataset import make_random_files
 from s3_fixtures import s3rver  # noqa: F401  (the fixture)
 
 KiB = 1 << 10
@@ -40,16 +41,7 @@ WAIT = 60.0
 
 
 def make_files(root, count, lo, hi, seed):
-    rng = random.Random(seed)
-    out = {}
-    for i in range(count):
-        rel = f"d{i % 3}/f{i:03d}.bin"
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        data = rng.randbytes(rng.randint(lo, hi))
-        p.write_bytes(data)
-        out[rel] = hashlib.sha256(data).hexdigest()
-    return out
+    return make_random_files(root, count, lo, hi, seed, dirs=3, width=3)
 
 
 def nblocks(root, files, bs):

@@ -30,6 +30,7 @@ import time
 import pytest
 
 from helpers.compare import drop_page_cache, read_all
+from helpers.dataset import make_random_files
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -37,16 +38,7 @@ WAIT = 60.0
 
 
 def make_flat(root, count, lo, hi, seed, prefix="f"):
-    rng = random.Random(seed)
-    out = {}
-    for i in range(count):
-        rel = f"d{i % 4}/{prefix}{i:04d}.bin"
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        data = rng.randbytes(rng.randint(lo, hi))
-        p.write_bytes(data)
-        out[rel] = hashlib.sha256(data).hexdigest()
-    return out
+    return make_random_files(root, count, lo, hi, seed, dirs=4, prefix=prefix, width=4)
 
 
 def warm(bin_, mnt, *args, stdin=None, timeout=WAIT):

@@ -8,7 +8,10 @@ make_tree()        - the integration-test tree: nested dirs, an empty dir, a
                      spaces, unicode, '%', '#', '&', '+'. About 16 MB.
 make_imagefolder() - a torchvision ImageFolder of JPEGs (class dirs).
 make_flat()        - N files of ~size bytes for the benchmark.
+make_random_files() - N files of random sizes in a few dirs, with their
+                     sha256 (the warm-up and shared-tier tests).
 """
+import hashlib
 import io
 import os
 import random
@@ -152,3 +155,19 @@ def make_flat(root, count=2000, size=100 * KiB, spread=0.2, per_dir=500, seed=99
         paths.append(rel)
         total += n
     return paths, total
+
+
+def make_random_files(root, count, lo, hi, seed, dirs=4, prefix="f", width=4):
+    """count files of lo..hi random bytes under root/d{i % dirs}/, named
+    {prefix}{i} zero-padded to width digits. Returns {relative path:
+    sha256 hex}."""
+    rng = random.Random(seed)
+    out = {}
+    for i in range(count):
+        rel = f"d{i % dirs}/{prefix}{i:0{width}d}.bin"
+        p = Path(root) / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        data = rng.randbytes(rng.randint(lo, hi))
+        p.write_bytes(data)
+        out[rel] = hashlib.sha256(data).hexdigest()
+    return out
