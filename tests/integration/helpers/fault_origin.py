@@ -64,7 +64,7 @@ class Req:
     kind: str        # the fault served ('ok' for a healthy answer)
     status: int      # 0 when no status line was sent (stall)
     t_start: float   # time.monotonic() at arrival
-    t_end: float = 0.0
+    t_end: float = 0.0   # 0 while the answer is still being sent
 
 
 @dataclass
@@ -145,7 +145,8 @@ class FaultOrigin(httpbase.Service):
         t0 = rs[0].t_start if rs else 0.0
         return httpbase.log_text(rs, limit, lambda r: (
             f"+{r.t_start - t0:7.3f}s {r.method} {r.obj} range={r.range or '-'} "
-            f"{r.kind} -> {r.status or 'no answer'} ({r.t_end - r.t_start:.3f}s)"))
+            f"{r.kind} -> {r.status or 'no answer'} "
+            + (f"({r.t_end - r.t_start:.3f}s)" if r.t_end else "(in flight)")))
 
     # -- serving ---------------------------------------------------------
     def _serve(self, h, method):
@@ -170,12 +171,14 @@ class FaultOrigin(httpbase.Service):
             httpbase.send_not_found(h, method)
             return
         rec = Req(o.name, method, h.headers.get("Range", ""), kind, 0, t0)
+        # Logged before the answer goes out (as in switch_origin and
+        # fault_proxy): a test that got its answer finds the request here.
+        with self._lock:
+            self.log.append(rec)
         try:
             rec.status = self._answer(h, o, kind, method, rec.range)
         finally:
             rec.t_end = time.monotonic()
-            with self._lock:
-                self.log.append(rec)
 
     def _answer(self, h, o, kind, method, rng):
         """Writes the answer; returns the status sent (0: none)."""
