@@ -472,6 +472,7 @@ int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 	pthread_cond_init(&s->q_done, NULL);
 	s->dir = strdup(o->dir);
 	s->origin_id = o->origin_id ? strdup(o->origin_id) : NULL;
+	s->block_size = o->block_size;
 	if (!s->dir || (o->origin_id && !s->origin_id)) {
 		rc = -ENOMEM;
 		goto fail;

@@ -65,6 +65,11 @@ struct pfs_ssd_opts {
 	enum pfs_ssd_evict evict;
 	const char *origin_id;  /* secret-free origin name; recorded at first use;
 				 * NULL: not checked */
+	uint64_t block_size;    /* the size blocks are cut by: part of every
+				 * entry's identity, so an entry stored under
+				 * another block size (another byte range for the
+				 * same index) is never served: a get finds it
+				 * stale and drops it. 0: not checked */
 	/* Additions (0 = default); tests use small values. */
 	uint64_t queue_bytes;   /* write queue bound; default 64 MiB */
 	uint64_t segment_size;  /* data segment file size; default 256 MiB */

@@ -106,6 +106,7 @@ struct kind {
 struct pfs_ssd {
 	char *dir;
 	char *origin_id;
+	uint64_t block_size;      /* mixed into every entry's fp: ssd_entry_fp() */
 	enum pfs_ssd_compress compress;
 	enum pfs_ssd_evict evict;
 	int level;
@@ -178,6 +179,19 @@ static inline uint64_t ssd_get_be64(const unsigned char *p)
 	for (int i = 0; i < 8; i++)
 		v = v << 8 | p[i];
 	return v;
+}
+
+/* What an entry records as its fingerprint: the listing's (size, mtime,
+ * ETag) and the tier's block size, so that block N means one byte range.
+ * Entries of another block size, or written before this rule, differ. */
+static inline uint64_t ssd_entry_fp(const struct pfs_ssd *s, uint64_t fp)
+{
+	if (!s->block_size)
+		return fp;
+	uint64_t z = fp ^ (s->block_size * 0x9e3779b97f4a7c15ull); /* splitmix64 */
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
 }
 
 /* key = path NUL be64(block); returns its length, 0 when path is too

@@ -169,7 +169,7 @@ static int put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 		rc = -EAGAIN;
 		goto refuse;
 	}
-	it->fp = fp;
+	it->fp = ssd_entry_fp(s, fp);
 	it->klen = klen;
 	it->cost = sizeof(*it) + klen + len;
 	memcpy(it->key, key, klen);

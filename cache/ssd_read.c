@@ -107,7 +107,7 @@ int pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp
 		}
 		if (rc)
 			goto miss; /* -ENOENT, or the index unreadable: a miss either way */
-		if (e.fp != fp || e.rlen != len) {
+		if (e.fp != ssd_entry_fp(s, fp) || e.rlen != len) {
 			pfs_add(&s->st_stale, 1);
 			ssd_queue_drop(s, key, klen, e.seg, e.off);
 			return -ESTALE;
@@ -148,5 +148,5 @@ int pfs_ssd_has(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp
 		return 0;
 	if (lookup(s, key, klen, &e, etag ? etag : tag))
 		return 0;
-	return e.fp == fp && e.rlen == len;
+	return e.fp == ssd_entry_fp(s, fp) && e.rlen == len;
 }

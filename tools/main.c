@@ -160,6 +160,7 @@ static int open_ssd(const struct pfs_opts *o, const char *origin_id, struct pfs_
 		.zstd_level = o->ssd_zstd_level,
 		.evict = o->policy == PFS_POLICY_LRU ? PFS_SSD_EVICT_LRU : PFS_SSD_EVICT_NONE,
 		.origin_id = origin_id,
+		.block_size = o->block_size,
 	};
 	return pfs_ssd_open(&so, out);
 }

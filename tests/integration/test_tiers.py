@@ -158,3 +158,42 @@ def test_bad_config_fails_before_mounting(dataset, tmp_path, prestofs_bin, text,
     assert r.returncode != 0
     assert str(conf) in r.stderr and needle in r.stderr, r.stderr
     assert not is_mounted(mnt)
+
+
+# Block sizes before and after a remount on the same ssd_dir. Each pair has
+# a file whose last block under the second size is as long as a whole block
+# under the first (1.5 x the second size, or the first's), so an entry keyed
+# by block index alone passes the length check with another byte range.
+LAYOUT_CHANGES = [("512K", "1M"), ("1M", "512K"), ("1M", "256K"), ("2M", "1M"),
+                  ("256K", "512K")]
+
+
+@pytest.mark.parametrize("first,second", LAYOUT_CHANGES)
+def test_remount_with_another_block_size_is_exact(tmp_path, nginx, mount, first, second):
+    """An SSD entry names a byte range, not a block index: after a remount
+    with another block_size every byte is the origin's (before the fix,
+    512K -> 1M served bytes [1M, 1.5M) of a 1.5 MiB file from offset 512K,
+    with every checksum passing)."""
+    import hashlib
+    import random
+    KiB = 1024
+    src = tmp_path / "src"
+    src.mkdir()
+    rng = random.Random(f"{first}-{second}")
+    for kib in (384, 768, 1536, 3072, 1000):
+        (src / f"f{kib}.bin").write_bytes(rng.randbytes(kib * KiB))
+    want = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in src.iterdir()}
+    srv = served_copy(src, tmp_path)
+    ng = nginx(srv, autoindex=False)
+    ssd = tmp_path / "ssd"
+    for i, bs in enumerate((first, second)):
+        m = mount(ng.url, {"ssd_dir": str(ssd), "block_size": bs, "prefetch": "off"},
+                  name=f"m{i}")
+        got = {n: hashlib.sha256((m.path / n).read_bytes()).hexdigest() for n in want}
+        s = m.stats()["ssd"]
+        m.check_stop()  # unmount waits for the SSD writes
+        bad = sorted(n for n in want if got[n] != want[n])
+        assert not bad, f"block_size {first} -> {bs}: wrong bytes in {bad} ({s})"
+        if i == 1:
+            assert s["checksum_failures"] == 0, s
+            assert s["hits"] == 0, f"an entry of block_size {first} was served under {bs}: {s}"

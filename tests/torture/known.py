@@ -11,8 +11,6 @@ hides the next bug. Remove a rule when its issue lands.
 def classify(f, r):
     opts = r.opts or {}
     wrong = f.what in ("wrong_bytes", "mixed_mount")
-    if wrong and opts.get("ssd") and len(r.ssd_layouts) > 1:
-        return (26, "SSD entries written under another block_size served at the wrong offset")
     if f.what == "mount_failed" and r.clashes and (
             "Not a directory" in f.detail or "is below a file" in f.detail):
         return (26, "a key beside a directory of the same name fails the whole mount")
