@@ -15,6 +15,7 @@ void pfs_resp_init(struct pfs_resp *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->retry_after = -1;
+	r->content_length = -1;
 }
 
 int pfs_resp_header_value(const char *line, size_t n, const char *name, char *out,
@@ -55,6 +56,14 @@ void pfs_resp_header(struct pfs_resp *r, const char *line, size_t n)
 		r->content_range[0] = r->etag[0] = r->last_modified[0] = '\0';
 		r->etag_bad = 0;
 		r->retry_after = -1;
+		r->content_length = -1;
+	}
+	if (pfs_resp_header_value(line, n, "Content-Length", tmp, sizeof(tmp)) > 0) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(tmp, &end, 10);
+		r->content_length = (*end || !tmp[0] || tmp[0] == '-' || errno ||
+				     v > INT64_MAX) ? -1 : (int64_t)v;
 	}
 	if (pfs_resp_header_value(line, n, "Content-Range", r->content_range,
 				  sizeof(r->content_range)) < 0)
@@ -73,6 +82,7 @@ int pfs_resp_check_range(const struct pfs_resp *r, long status, uint64_t size, u
 			 uint64_t *total)
 {
 	*total = size;
+	int size_known = 1;
 	if (status == 206) {
 		unsigned long long a, b;
 		char tot[32];
@@ -86,12 +96,22 @@ int pfs_resp_check_range(const struct pfs_resp *r, long status, uint64_t size, u
 			*total = t;
 			if (t != size)
 				return -ESTALE;
+		} else {
+			size_known = 0; /* "bytes a-b/ *": checked below */
 		}
 		if (a != off || b != off + len - 1)
 			return -EAGAIN;
 	} else if (status == 200) {
-		if (off != 0 || len != size)
-			return -EIO; /* server ignores Range: can't serve parts */
+		/* The whole object, whatever was asked (a server that ignores
+		 * Range): the caller kept the asked part of it. Its length is
+		 * the object's. */
+		if (r->content_length >= 0) {
+			*total = (uint64_t)r->content_length;
+			if (*total != size)
+				return -ESTALE;
+		} else {
+			size_known = 0;
+		}
 	} else if (status == 416) {
 		/* Content-Range "bytes *\/N": the object has N bytes. */
 		unsigned long long t;
@@ -107,6 +127,11 @@ int pfs_resp_check_range(const struct pfs_resp *r, long status, uint64_t size, u
 	}
 	if (r->etag_bad ||
 	    pfs_validator_make(r->etag, r->last_modified, validator, PFS_ETAG_MAX) < 0)
+		return -EIO;
+	/* Without the object's length (Content-Range total "*", or a 200
+	 * without Content-Length) only a validator tells this version from
+	 * one of another size: none at all, and nothing can be checked. */
+	if (!size_known && !strcmp(validator, PFS_VALIDATOR_NONE))
 		return -EIO;
 	if (pinned[0] && strcmp(pinned, validator))
 		return -ESTALE;

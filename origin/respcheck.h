@@ -23,6 +23,7 @@ struct pfs_resp {
 	int etag_bad;             /* an ETag too long to keep: not servable */
 	char last_modified[64];   /* "" when absent or too long */
 	double retry_after;       /* seconds (Retry-After), or -1 */
+	int64_t content_length;   /* Content-Length, or -1 when absent or bad */
 };
 
 /* Empties r for a new attempt: status 0, no headers, retry_after -1. */
@@ -41,10 +42,13 @@ int pfs_resp_header_value(const char *line, size_t n, const char *name, char *ou
 /* The verdict on a finished ranged GET of [off, off + len) (len > 0) of an
  * object listed with `size` bytes: `status` as curl reports it, r's
  * headers, `got` body bytes received. Accepts 206 with a Content-Range
- * naming exactly that range and total `size` (or "*"), or 200 when the
- * range is the whole object; then the validator (origin/validator.h) must
+ * naming exactly that range and total `size` (or "*"), or 200: the whole
+ * object (a server that ignores Range; the caller kept the asked part),
+ * with Content-Length `size` or none; then the validator (origin/validator.h) must
  * be well formed and equal `pinned` unless that is "". Writes the answer's
- * validator into `validator` (PFS_ETAG_MAX bytes) when it got that far,
+ * validator into `validator` (PFS_ETAG_MAX bytes) when it got that far
+ * (an answer that does not give the length, "*" or no Content-Length,
+ * must carry a validator, else -EIO: nothing would tell another version),
  * and the object's length as answered into *total (`size` when the
  * answer does not say). Returns 0, -EAGAIN (worth another attempt), or a
  * final error: -ESTALE (another version: validator, 412, 416, or a length

@@ -45,6 +45,7 @@ struct pfs_xfer {
 	pthread_mutex_t pool_lock;
 	CURL **pool;          /* idle handles; guarded by pool_lock */
 	size_t pool_n, pool_cap;
+	int range_ignored_said; /* atomic: the log line about a 200 to a range */
 };
 
 enum req_kind { REQ_RANGE, REQ_GET, REQ_HEAD };
@@ -52,9 +53,13 @@ enum req_kind { REQ_RANGE, REQ_GET, REQ_HEAD };
 /* One attempt's state; reset before every attempt. */
 struct req {
 	enum req_kind kind;
-	/* REQ_RANGE: fixed destination */
+	/* REQ_RANGE: fixed destination for [off, off + want) of the object */
 	char *dst;
 	size_t want;
+	uint64_t off, size;   /* size: the object's listed length */
+	uint64_t pos;         /* a 200 (whole object): its bytes seen so far */
+	uint64_t skipped;     /* a 200: bytes outside [off, off + want) */
+	int whole_done;       /* a 200: the asked part is in; the rest was cut */
 	/* REQ_GET: growing buffer up to cap */
 	char *body;
 	size_t body_cap, limit;
@@ -192,6 +197,36 @@ static void handle_put(struct pfs_xfer *x, CURL *h)
 	pthread_mutex_unlock(&x->pool_lock);
 }
 
+/* A 200 to a ranged GET carries the whole object (python's http.server,
+ * some CDNs for small objects): keep [off, off + want) of it, count the
+ * rest, and end the transfer once the asked part is in (whole_done) when
+ * Content-Length gave the object's length; without it, read to the end
+ * (the length received is then the object's; more than listed ends it at
+ * once). The verdict (length, validator) is pfs_resp_check_range's. */
+static size_t on_whole_body(struct req *r, const char *data, size_t n)
+{
+	uint64_t a = r->pos, b = r->pos + n, end = r->off + r->want;
+	int64_t cl = r->resp.content_length;
+	r->pos = b;
+	if ((cl >= 0 && (uint64_t)cl != r->size) || b > r->size) {
+		r->whole_done = 1; /* another length: the verdict says -ESTALE */
+		return 0;
+	}
+	if (b > r->off && a < end) {
+		uint64_t from = a > r->off ? a : r->off, to = b < end ? b : end;
+		memcpy(r->dst + (from - r->off), data + (from - a), (size_t)(to - from));
+		r->got = (size_t)(to - r->off);
+		r->skipped += n - (size_t)(to - from);
+	} else {
+		r->skipped += n;
+	}
+	if (b > end && cl >= 0) {
+		r->whole_done = 1;
+		return 0; /* the rest is not needed: end the transfer */
+	}
+	return n;
+}
+
 static size_t on_body(char *data, size_t sz, size_t nmemb, void *p)
 {
 	struct req *r = p;
@@ -200,6 +235,8 @@ static size_t on_body(char *data, size_t sz, size_t nmemb, void *p)
 	 * so the status decides the outcome. */
 	if (r->resp.status < 200 || r->resp.status > 299)
 		return n;
+	if (r->kind == REQ_RANGE && r->resp.status == 200)
+		return on_whole_body(r, data, n);
 	if (r->kind == REQ_RANGE) {
 		if (n > r->want - r->got) {
 			r->overflow = 1;
@@ -294,6 +331,19 @@ static void log_url(const char *url, char *out, size_t cap)
 	pfs_url_redact(url, out, cap);
 }
 
+/* A whole-object answer to a ranged GET: counted, said once per origin. */
+static void note_whole_answers(struct pfs_xfer *x, const char *url, uint64_t skipped)
+{
+	pfs_stat_add(origin_range_ignored, 1);
+	pfs_stat_add(origin_range_ignored_bytes, skipped);
+	if (__atomic_exchange_n(&x->range_ignored_said, 1, __ATOMIC_RELAXED))
+		return;
+	char u[256];
+	log_url(url, u, sizeof(u));
+	pfs_info("%s: the server ignores Range and sends whole objects; each block is "
+		 "cut from one (counted in origin.range_ignored_bytes)", u);
+}
+
 /* Books len bytes on the capped link and sleeps until they may go. Many
  * requests stay in flight (latency is still hidden); only their sum is
  * paced. Bursts up to 0.1 s worth of bytes pass at once. */
@@ -381,7 +431,8 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			rc = -ENOMEM;
 			goto out;
 		}
-		r = (struct req){.kind = REQ_RANGE, .dst = buf, .want = len};
+		r = (struct req){.kind = REQ_RANGE, .dst = buf, .want = len, .off = off,
+				 .size = size};
 		pfs_resp_init(&r.resp);
 		setup(x, h, url, &r);
 		curl_easy_setopt(h, CURLOPT_RANGE, range);
@@ -396,7 +447,11 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		handle_put(x, h);
-		if (cc != CURLE_OK && !(r.overflow && cc == CURLE_WRITE_ERROR)) {
+		if (r.skipped)
+			note_whole_answers(x, url, r.skipped);
+		if (status == 200 && r.resp.content_length < 0 && !r.overflow)
+			r.resp.content_length = (int64_t)r.pos; /* the length received */
+		if (cc != CURLE_OK && !((r.overflow || r.whole_done) && cc == CURLE_WRITE_ERROR)) {
 			rc = -EAGAIN;
 			snprintf(last_err, sizeof(last_err), "%s", curl_easy_strerror(cc));
 			char u[256];

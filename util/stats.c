@@ -89,6 +89,8 @@ void pfs_stats_collect(struct pfs_stat_list *l)
 	C("origin.retries", origin_retries);
 	G("origin.inflight", origin_inflight);
 	G("origin.inflight_max", origin_inflight_max);
+	C("origin.range_ignored", origin_range_ignored);
+	C("origin.range_ignored_bytes", origin_range_ignored_bytes);
 	C("ram.hits", ram_hits);
 	C("ram.misses", ram_misses);
 	G("ram.bytes", ram_bytes);

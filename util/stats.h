@@ -25,6 +25,8 @@ struct pfs_stats {
 	uint64_t origin_retries;   /* attempts after the first */
 	uint64_t origin_inflight;  /* gauge: requests now in flight */
 	uint64_t origin_inflight_max; /* gauge: highest in-flight seen */
+	uint64_t origin_range_ignored; /* ranged GETs answered 200 with the whole object */
+	uint64_t origin_range_ignored_bytes; /* their bytes outside the asked range */
 	uint64_t ram_hits;
 	uint64_t ram_misses;
 	uint64_t ram_bytes;        /* gauge: bytes held */

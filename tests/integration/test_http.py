@@ -256,3 +256,72 @@ def test_url_password_never_shown(dataset, tmp_path, nginx, mount):
     assert secret not in stats
     m.check_stop()
     assert secret not in m.stderr_text(10**7)
+
+
+@pytest.fixture
+def python_http_server(tmp_path):
+    """`python3 -m http.server` on a directory of the test's own: it ignores
+    Range (every GET answers 200 with the whole file) and lists directories
+    as bare HTML lists. Yields (root, url)."""
+    import random
+    import socket
+    from helpers.nginx import free_port
+    root = tmp_path / "pysrv"
+    (root / "sub").mkdir(parents=True)
+    rng = random.Random(26)
+    for name, size in [("big.bin", 2 * 1024 * 1024 + 333), ("mid.bin", 1536 * 1024),
+                       ("sub/small.bin", 100 * 1024 + 1), ("sub/edge.bin", 512 * 1024)]:
+        (root / name).write_bytes(rng.randbytes(size))
+    port = free_port()
+    proc = subprocess.Popen(["/usr/bin/python3", "-m", "http.server", "-b", "127.0.0.1",
+                             str(port), "-d", str(root)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("python3 -m http.server did not start")
+            time.sleep(0.05)
+    yield root, f"http://127.0.0.1:{port}/"
+    proc.kill()
+    proc.wait(10)
+
+
+def test_server_without_range_support(python_http_server, mount):
+    """A server that ignores Range answers every block with the whole
+    object: each block is cut from it, the files read exactly (before: files
+    over one block failed with EIO after 6 attempts, 'more bytes than asked
+    for'), in whole reads and in parallel preads, and it is said once."""
+    import hashlib
+    root, url = python_http_server
+    m = mount(url, {"block_size": "512K", "ram_size": "16M", "retries": 1})
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*.bin"))
+    for f in files:
+        assert hashlib.sha256((m.path / f).read_bytes()).digest() == \
+            hashlib.sha256((root / f).read_bytes()).digest(), f
+    # Parallel preads of one file at odd offsets, page cache dropped first.
+    src = (root / "big.bin").read_bytes()
+    fd = os.open(m.path / "big.bin", os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        offs = [(o, 300000) for o in range(7, len(src), 190000)]
+        got = {}
+
+        def rd(o, n):
+            got[o] = os.pread(fd, n, o)
+        ts = [threading.Thread(target=rd, args=a) for a in offs]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        os.close(fd)
+    for o, n in offs:
+        assert got[o] == src[o:o + n], f"pread at {o}"
+    s = m.stats()["origin"]
+    assert s["range_ignored"] > 0 and s["range_ignored_bytes"] > 0, s
+    assert m.stderr_text().count("ignores Range") == 1, m.stderr_text()

@@ -83,13 +83,25 @@ static void test_range_verdict(void **state)
 	assert_int_equal(verdict(ok, 206, 100, 0, 10, 10, "", &t), -EAGAIN);  /* other range */
 	assert_int_equal(verdict(ok, 206, 101, 10, 10, 10, "", &t), -ESTALE); /* other size */
 	assert_int_equal(t, 100);
+	/* Total "*": only a validator tells another version. */
 	assert_int_equal(verdict("Content-Range: bytes 10-19/*\r\n", 206, 100, 10, 10, 10, "",
-				 &t), 0);
+				 &t), -EIO);
+	assert_int_equal(verdict("Content-Range: bytes 10-19/*\r\nETag: \"a\"\r\n", 206, 100,
+				 10, 10, 10, "", &t), 0);
 	assert_int_equal(verdict("Content-Range: bytes 10-19/-1\r\n", 206, 100, 10, 10, 10, "",
 				 &t), -EAGAIN);
 	assert_int_equal(verdict("", 206, 100, 10, 10, 10, "", &t), -EAGAIN);
-	assert_int_equal(verdict("", 200, 100, 0, 100, 100, "", &t), 0);
-	assert_int_equal(verdict("", 200, 100, 10, 10, 10, "", &t), -EIO);
+	/* A 200 is the whole object (Range ignored); xfer.c kept the part. */
+	assert_int_equal(verdict("Content-Length: 100\r\n", 200, 100, 0, 100, 100, "", &t), 0);
+	assert_int_equal(verdict("Content-Length: 100\r\n", 200, 100, 10, 10, 10, "", &t), 0);
+	assert_int_equal(verdict("Content-Length: 100\r\n", 200, 100, 10, 10, 9, "", &t),
+			 -EAGAIN);
+	assert_int_equal(verdict("Content-Length: 90\r\n", 200, 100, 10, 10, 10, "", &t),
+			 -ESTALE);
+	assert_int_equal(t, 90);
+	assert_int_equal(verdict("", 200, 100, 10, 10, 10, "", &t), -EIO); /* no length */
+	assert_int_equal(verdict("Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT\r\n", 200, 100,
+				 10, 10, 10, "", &t), 0);
 	assert_int_equal(verdict("Content-Range: bytes */90\r\n", 416, 100, 95, 5, 0, "", &t),
 			 -ESTALE);
 	assert_int_equal(t, 90);
