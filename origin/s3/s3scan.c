@@ -50,6 +50,7 @@
 #define RANGES_PER_THREAD 4
 #define HINT_LEVELS 4                 /* delimited pages asked for hints */
 #define WARN_MAX 20
+#define EMPTY_PAGES_MAX 64            /* truncated pages in a row with no key */
 
 /* State of one pfs_origin_list() call. */
 struct lister {
@@ -208,12 +209,46 @@ static int deliver_page(struct lister *l, const struct pfs_s3list *p,
 	return rc;
 }
 
+/* A listing must move forward: S3 returns keys in order, so a page whose
+ * first key is not past the last key of the page before, or too many empty
+ * truncated pages in a row, is a server going round in circles (two
+ * continuation tokens naming each other) and would list forever. Keeps
+ * the page's last key in *last. */
+static int check_advance(struct lister *l, const struct pfs_s3list *p, unsigned page,
+			 char **last, unsigned *empty)
+{
+	size_t n = pfs_s3list_count(p);
+	if (n == 0) {
+		if (pfs_s3list_truncated(p) && ++*empty > EMPTY_PAGES_MAX) {
+			pfs_err("%s: listing page %u: %u truncated pages in a row without a "
+				"key; the server's continuation tokens go round in circles",
+				l->s->base.name, page, *empty);
+			return -EIO;
+		}
+		return 0;
+	}
+	*empty = 0;
+	const char *first = pfs_s3list_get(p, 0)->key;
+	if (*last && strcmp(first, *last) <= 0) {
+		pfs_err("%s: listing page %u does not move forward ('%.200s' after "
+			"'%.200s'); the server's continuation tokens go round in circles",
+			l->s->base.name, page, first, *last);
+		return -EIO;
+	}
+	char *k = strdup(pfs_s3list_get(p, n - 1)->key);
+	if (!k)
+		return -ENOMEM;
+	free(*last);
+	*last = k;
+	return 0;
+}
+
 /* Lists the keys k with after < k <= upto (NULL: unbounded), page by page. */
 static int list_range(struct lister *l, const char *after, const char *upto)
 {
 	struct pfs_s3list *p = NULL;
-	char *token = NULL;
-	unsigned page = 0;
+	char *token = NULL, *last = NULL;
+	unsigned page = 0, empty = 0;
 	int rc, past = 0;
 
 	do {
@@ -224,7 +259,9 @@ static int list_range(struct lister *l, const char *after, const char *upto)
 				token ? NULL : after, ++page, &p);
 		if (rc)
 			break;
-		rc = deliver_page(l, p, upto, &past);
+		rc = check_advance(l, p, page, &last, &empty);
+		if (!rc)
+			rc = deliver_page(l, p, upto, &past);
 		if (!rc && !past && pfs_s3list_truncated(p)) {
 			const char *next = pfs_s3list_next_token(p);
 
@@ -246,6 +283,7 @@ static int list_range(struct lister *l, const char *after, const char *upto)
 		p = NULL;
 	} while (!rc && token);
 	free(token);
+	free(last);
 	return rc;
 }
 

@@ -177,3 +177,83 @@ def test_nothing_under_prefix_allow_empty(mount, s3rver, buckets, tmp_path,
     m = _mount(mount, s3rver.url, tmp_path, bucket, prefix, allow_empty=True)
     assert _walk(m.path) == (set(), set())
     assert "mounted empty" in m.stderr_text()
+
+
+class _CyclingS3(object):
+    """A ListObjectsV2 server whose continuation tokens go round in
+    circles: `keys` mode, T1 -> keys e, f then T2 -> keys c, d then T1 again
+    (the keys move backwards); `empty` mode, T1 and T2 name each other on
+    pages without a key. The first page (a, b) and a range page after b
+    are sane; delimited pages give no hints."""
+
+    def __init__(self, mode):
+        from helpers import httpbase
+        self.mode = mode
+        self.pages = 0
+        outer = self
+
+        class H(httpbase.Handler):
+            server_version = "cycling-s3"
+
+        class S(httpbase.Service):
+            handler_class = H
+
+            def _serve(self, h, method):
+                outer.serve(h, method)
+        self.svc = S()
+        self.httpbase = httpbase
+
+    def page(self, keys, token):
+        items = "".join(f"<Contents><Key>{k}</Key><Size>1</Size><ETag>\"e{k}\"</ETag>"
+                        "<LastModified>2024-01-01T00:00:00.000Z</LastModified></Contents>"
+                        for k in keys)
+        trunc = "true" if token else "false"
+        nxt = f"<NextContinuationToken>{token}</NextContinuationToken>" if token else ""
+        return (f'<?xml version="1.0"?><ListBucketResult><Name>b</Name>'
+                f"<IsTruncated>{trunc}</IsTruncated>{nxt}{items}</ListBucketResult>").encode()
+
+    def serve(self, h, method):
+        from urllib.parse import parse_qs
+        path, _, query = h.path.partition("?")
+        if path.rstrip("/") != "/b":
+            return self.httpbase.send_not_found(h, method)  # no manifest
+        q = parse_qs(query)
+        self.pages += 1
+        tok = q.get("continuation-token", [""])[0]
+        if "delimiter" in q:
+            body = self.page([], None)
+        elif tok == "T1":
+            body = self.page([] if self.mode == "empty" else ["e", "f"], "T2")
+        elif tok == "T2":
+            body = self.page([] if self.mode == "empty" else ["c", "d"], "T1")
+        elif "start-after" in q:
+            body = self.page(["c", "d"], "T1")
+        else:
+            body = self.page(["a", "b"], "T0")
+        self.httpbase.send(h, 200, [("Content-Type", "application/xml")], body, method)
+
+
+@pytest.mark.parametrize("mode", ["keys", "empty"])
+def test_continuation_token_cycle_fails_the_mount(tmp_path, prestofs_bin, mode):
+    """Two continuation tokens that name each other: the listing stops with
+    a message, the mount fails; it never loops (before: forever)."""
+    import subprocess
+    import time
+    srv = _CyclingS3(mode)
+    srv.svc.start()
+    (tmp_path / "mnt").mkdir()
+    try:
+        t0 = time.monotonic()
+        r = subprocess.run([str(prestofs_bin), "-f", "s3://b", str(tmp_path / "mnt"), "-o",
+                            f"endpoint=http://127.0.0.1:{srv.svc.port},s3_path_style,"
+                            "timeout=2,retries=0"],
+                           env=_env(tmp_path), capture_output=True, text=True, timeout=30)
+        took = time.monotonic() - t0
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still listing after 30 s ({srv.pages} pages)")
+    finally:
+        srv.svc.stop()
+    assert r.returncode != 0, r.stderr
+    assert "round in circles" in r.stderr, r.stderr
+    assert took < 20, took
+    assert srv.pages < 200, srv.pages
