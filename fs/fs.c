@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <fuse_lowlevel.h>
 
@@ -32,6 +34,10 @@ int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 	struct pfs_fs *fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
+	/* Any number will do, as long as the next mount draws another. */
+	if (getrandom(&fs->mount_nonce, sizeof(fs->mount_nonce), 0) != sizeof(fs->mount_nonce))
+		fs->mount_nonce = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^
+				  pfs_clock_ns();
 	fs->ft = conf->ft;
 	fs->origin = conf->origin;
 	fs->cache = conf->cache;

@@ -60,6 +60,7 @@ struct pfs_fs {
 	uint64_t epoch_seen, base_hits, base_misses, base_stall_ns;
 	uint64_t stall_ns; /* atomic: time demand reads waited for data */
 	int warned_no_validator; /* atomic: logged once per mount */
+	uint64_t mount_nonce; /* drawn at create: see pfs_fsi_ssd_fp */
 };
 
 /* Attributes never change while mounted: the kernel may keep them. */
@@ -141,6 +142,18 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len);
  * b's data until it is written, pfs_bcache_hold). Call while holding b,
  * after a get that succeeded; nothing to do when no put is due. */
 void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b);
+/* The fingerprint an SSD entry fetched under validator v is stored and
+ * looked up with. An object without a validator ("-") can change at the
+ * same size with nothing to show it, so its entries hold for this mount
+ * only: the fingerprint is mixed with a number drawn at mount. */
+uint64_t pfs_fsi_ssd_fp(const struct pfs_fs *fs, uint64_t fp, const char *v);
+/* Block blk of dataset file `node` (object `path`, listing fingerprint fp)
+ * from the SSD tier, if it is of the version pinned for the file (or it
+ * pins its own; an entry of an object without a validator only within the
+ * mount that stored it). 0, or -ENOENT (a miss; -ESTALE when another
+ * version is pinned). */
+int pfs_fsi_ssd_get(struct pfs_fs *fs, uint32_t node, const char *path, uint64_t blk,
+		    uint64_t fp, void *buf, size_t len);
 /* A warm-up's put into the SSD tier: only while the tier has room under
  * its budget (so it never evicts), waiting for room in the write queue
  * once. 0 (queued), -ENOSPC (no room), -EAGAIN (disabled, queue full). */

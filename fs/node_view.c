@@ -113,8 +113,7 @@ static int view_fill(void *p, void *buf, size_t len)
 	/* A stored output counts only if made from the source's pinned
 	 * version (or it pins its own): a view never mixes with another
 	 * version of its source. */
-	if (fs->ssd && pfs_ssd_get(fs->ssd, path, 0, c->info.fp, buf, len, etag) == 0 &&
-	    etag[0] && pfs_ftable_set_etag(fs->ft, c->node, etag) == 0)
+	if (fs->ssd && pfs_fsi_ssd_get(fs, c->node, path, 0, c->info.fp, buf, len) == 0)
 		return 0;
 	char *src;
 	rc = read_source(fs, c->node, &c->info, c->flags, &src);
@@ -134,7 +133,7 @@ static int view_fill(void *p, void *buf, size_t len)
 	free(out);
 	pfs_ftable_etag(fs->ft, c->node, etag);
 	if (fs->ssd && etag[0])
-		pfs_ssd_put(fs->ssd, path, 0, c->info.fp, etag, buf, len);
+		pfs_ssd_put(fs->ssd, path, 0, pfs_fsi_ssd_fp(fs, c->info.fp, etag), etag, buf, len);
 	return 0;
 }
 

@@ -54,17 +54,30 @@ void pfs_fs_collect(void *ctx, struct pfs_stat_list *l)
 
 /* ---- fills ------------------------------------------------------------- */
 
+uint64_t pfs_fsi_ssd_fp(const struct pfs_fs *fs, uint64_t fp, const char *v)
+{
+	return strcmp(v, PFS_VALIDATOR_NONE) ? fp : fp ^ fs->mount_nonce;
+}
+
 /* The SSD tier's copy is usable only if it is of the version this mount
  * has pinned for the file; with none pinned yet it pins its own (after a
  * remount, the origin's first answer is then checked against it). An
- * entry without a validator (written by an older prestofs) is a miss. */
+ * entry with an empty validator (written by an older prestofs), or "-"
+ * from another mount, is a miss. */
+int pfs_fsi_ssd_get(struct pfs_fs *fs, uint32_t node, const char *path, uint64_t blk,
+		    uint64_t fp, void *buf, size_t len)
+{
+	char pinned[PFS_ETAG_MAX], etag[PFS_ETAG_MAX];
+	pfs_ftable_etag(fs->ft, node, pinned);
+	if (pfs_ssd_get(fs->ssd, path, blk, pfs_fsi_ssd_fp(fs, fp, pinned), buf, len, etag) < 0 ||
+	    !etag[0] || (!strcmp(etag, PFS_VALIDATOR_NONE) && strcmp(pinned, PFS_VALIDATOR_NONE)))
+		return -ENOENT;
+	return pfs_ftable_set_etag(fs->ft, node, etag);
+}
+
 static int fill_from_ssd(struct pfs_fsi_fill *c, const char *path, void *buf, size_t len)
 {
-	char ssd_etag[PFS_ETAG_MAX];
-	uint64_t blk = c->off / c->fs->block_size;
-	if (pfs_ssd_get(c->fs->ssd, path, blk, c->fp, buf, len, ssd_etag) < 0 || !ssd_etag[0])
-		return -ENOENT;
-	return pfs_ftable_set_etag(c->fs->ft, c->node, ssd_etag);
+	return pfs_fsi_ssd_get(c->fs, c->node, path, c->off / c->fs->block_size, c->fp, buf, len);
 }
 
 /* Fetches a block from the origin and checks it against the file's pinned
@@ -133,7 +146,8 @@ static void to_ssd(struct pfs_fsi_fill *c, const char *path, uint64_t blk, const
 		c->ssd_pending = 1;
 		snprintf(c->v, sizeof(c->v), "%s", v);
 	} else {
-		c->in_ssd = pfs_ssd_put(c->fs->ssd, path, blk, c->fp, v, buf, len) == 0;
+		c->in_ssd = pfs_ssd_put(c->fs->ssd, path, blk, pfs_fsi_ssd_fp(c->fs, c->fp, v), v,
+					buf, len) == 0;
 	}
 }
 
@@ -220,7 +234,8 @@ void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs
 	if (pfs_ftable_path(fs->ft, c->node, path, sizeof(path)) < 0)
 		return;
 	pfs_bcache_hold(b);
-	c->in_ssd = pfs_ssd_put_ref(fs->ssd, path, c->off / fs->block_size, c->fp, c->v,
+	c->in_ssd = pfs_ssd_put_ref(fs->ssd, path, c->off / fs->block_size,
+				    pfs_fsi_ssd_fp(fs, c->fp, c->v), c->v,
 				    pfs_block_data(b), pfs_block_len(b), pfs_bcache_release,
 				    b) == 0;
 }
@@ -228,6 +243,7 @@ void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs
 int pfs_fsi_ssd_put_warm(struct pfs_fs *fs, const char *path, uint64_t blk, uint64_t fp,
 			 const char *v, const void *buf, size_t len)
 {
+	fp = pfs_fsi_ssd_fp(fs, fp, v);
 	int rc = pfs_ssd_put_noevict(fs->ssd, path, blk, fp, v, buf, len);
 	if (rc == -EAGAIN) { /* the write queue is full: wait for it once */
 		pfs_ssd_flush(fs->ssd);

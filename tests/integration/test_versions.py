@@ -348,6 +348,41 @@ def test_ssd_remount(origin, mount, run_bounded, tmp_path, validator, order):
             f"{srv.describe_log(NAME)}"
 
 
+def test_ssd_remount_without_validator(origin, mount, tmp_path):
+    """An origin with neither ETag nor Last-Modified: a same-size change
+    cannot be seen, so SSD entries of such an object serve only the mount
+    that stored them. Mount 1 caches blocks 0-3 (OLD); the object changes
+    (same size, same listing) while unmounted; mount 2 reads every block:
+    all NEW, none from the SSD tier (before: blocks 0-3 OLD from the SSD
+    tier, 4-7 NEW from the origin, in one file). Within one mount the
+    entries are used: mount 2 reads again after its RAM tier lost them."""
+    srv = origin("none")
+    srv.add(NAME, OLD_DATA, NEW_DATA, switch_after=NEVER)
+    ssd = tmp_path / "ssd"
+    opts = dict(prefetch="off", ssd_dir=str(ssd))
+    m1 = _mount(mount, srv, name="mnt1", **opts)
+    fd = _open(m1)
+    try:
+        first = {k: read_block(fd, k) for k in range(4)}
+    finally:
+        os.close(fd)
+    assert first == {k: "old" for k in range(4)}, first
+    m1.check_stop()  # waits for the SSD writer
+    srv.set_version(NAME, NEW)
+    m2 = _mount(mount, srv, name="mnt2", **dict(opts, ram_size="2M"))
+    fd = _open(m2)
+    try:
+        second = read_pass(fd)
+        stale = m2.stats()["ssd"]["stale"]
+        third = read_pass(fd)  # RAM holds 2 of the 8 blocks: the SSD tier serves
+    finally:
+        os.close(fd)
+    assert second == {k: "new" for k in range(NBLK)}, second
+    assert stale >= 4, m2.stats()["ssd"]  # mount 1's entries: found, dropped
+    assert third == {k: "new" for k in range(NBLK)}, third
+    assert m2.stats()["ssd"]["hits"] > 0, m2.stats()["ssd"]
+
+
 # --- the object grows (or shrinks) -----------------------------------------------------
 
 GROW_CASES = [(n, v) for v in ("etag", "lastmod", "none") for n in (1, 3)]
