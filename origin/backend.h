@@ -17,6 +17,8 @@ struct pfs_origin_ops {
 struct pfs_origin {
 	const struct pfs_origin_ops *ops;
 	char *name; /* secret-free description, freed by pfs_origin_destroy() */
+	int stopping; /* atomic: pfs_origin_stop() was called; backends hand
+		       * it to their transfers (pfs_xfer_opts.stop) */
 };
 
 /* Each returns 0 and a new origin, or a negative errno after logging. */

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "backend.h"
+#include "../util/atomic.h"
 #include "../util/log.h"
 
 int pfs_origin_create(const char *origin, const struct pfs_origin_opts *opts,
@@ -66,6 +67,12 @@ int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
 	if (len == 0 || off > size || len > size - off)
 		return -EINVAL;
 	return o->ops->read(o, path, size, off, len, buf, etag);
+}
+
+void pfs_origin_stop(struct pfs_origin *o)
+{
+	if (o)
+		pfs_store(&o->stopping, 1);
 }
 
 const char *pfs_origin_name(const struct pfs_origin *o)

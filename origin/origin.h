@@ -58,6 +58,12 @@ int pfs_origin_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx);
 int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
 		    uint64_t off, size_t len, void *buf, char *etag);
 
+/* The daemon is stopping (any thread, once its FUSE loop ended): requests
+ * in flight end within about a second, nothing is retried, and reads fail
+ * from now on, so that nothing waits for a slow or stalled origin on the
+ * way out. */
+void pfs_origin_stop(struct pfs_origin *o);
+
 /* Human-readable, secret-free description ("http://host/set/"). Owned by o. */
 const char *pfs_origin_name(const struct pfs_origin *o);
 

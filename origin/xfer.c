@@ -46,7 +46,22 @@ struct pfs_xfer {
 	CURL **pool;          /* idle handles; guarded by pool_lock */
 	size_t pool_n, pool_cap;
 	int range_ignored_said; /* atomic: the log line about a 200 to a range */
+	const int *stop;        /* pfs_xfer_opts.stop; read atomically */
 };
+
+static int stopping(const struct pfs_xfer *x)
+{
+	return x->stop && pfs_load(x->stop);
+}
+
+/* libcurl calls this often during a transfer and about once a second while
+ * it waits: a transfer stalled on a server ends soon after a stop. */
+static int on_progress(void *p, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	(void)dltotal; (void)dlnow; (void)ultotal; (void)ulnow;
+	return stopping(p);
+}
 
 enum req_kind { REQ_RANGE, REQ_GET, REQ_HEAD };
 
@@ -95,6 +110,7 @@ int pfs_xfer_create(const struct pfs_xfer_opts *opts, struct pfs_xfer **out)
 		return -ENOMEM;
 	x->timeout = opts->timeout > 0 ? opts->timeout : 10;
 	x->retries = opts->retries >= 0 ? opts->retries : 0;
+	x->stop = opts->stop;
 	x->bandwidth = opts->bandwidth;
 	pthread_mutex_init(&x->bw_lock, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -290,6 +306,11 @@ static void setup(struct pfs_xfer *x, CURL *h, const char *url, struct req *r)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+	if (x->stop) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "prestofs/" PFS_VERSION);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (x->cainfo)
@@ -317,12 +338,18 @@ static double rnd01(void)
 	return (double)(s >> 11) / 9007199254740992.0;
 }
 
-static void backoff(int attempt, double retry_after)
+/* Waits before retry `attempt`, in slices of 50 ms so that a stop ends
+ * the wait. */
+static void backoff(struct pfs_xfer *x, int attempt, double retry_after)
 {
-	double d = pfs_retry_delay(attempt, retry_after, rnd01());
-	struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	double left = pfs_retry_delay(attempt, retry_after, rnd01());
+	while (left > 0 && !stopping(x)) {
+		double d = left < 0.05 ? left : 0.05;
+		struct timespec ts = {0, (long)(d * 1e9)};
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		left -= d;
+	}
 }
 
 /* For log messages: no userinfo, no query string. */
@@ -426,6 +453,10 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 	int stale_retried = 0;
 	char last_err[128] = "no attempt";
 	for (int attempt = 0; attempt <= x->retries; attempt++) {
+		if (stopping(x)) {
+			rc = -EIO; /* the daemon is stopping: not worth a log line */
+			goto out;
+		}
 		CURL *h = handle_get(x);
 		if (!h) {
 			rc = -ENOMEM;
@@ -485,7 +516,7 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			break;
 		rc = -EIO;
 		if (attempt < x->retries)
-			backoff(attempt + 1, r.resp.retry_after);
+			backoff(x, attempt + 1, r.resp.retry_after);
 	}
 	if (rc == -ESTALE)
 		log_stale(url, &r, size, status, etag, got);
@@ -507,6 +538,8 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 {
 	int rc = -EIO;
 	for (int attempt = 0; attempt <= x->retries; attempt++) {
+		if (stopping(x))
+			return -EIO;
 		CURL *h = handle_get(x);
 		if (!h)
 			return -ENOMEM;
@@ -561,7 +594,7 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 			pfs_debug("%s %s: %s (HTTP %ld), attempt %d of %d", what, u, why, status,
 				  attempt + 1, x->retries + 1);
 		if (attempt < x->retries)
-			backoff(attempt + 1, r->resp.retry_after);
+			backoff(x, attempt + 1, r->resp.retry_after);
 	}
 	return rc;
 }

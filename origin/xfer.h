@@ -22,6 +22,11 @@ struct pfs_xfer_opts {
 	const char *sigv4;         /* CURLOPT_AWS_SIGV4 value, "aws:amz:REGION:s3" */
 	const char *userpwd;       /* "ACCESS_KEY:SECRET_KEY" */
 	const char *session_token; /* sent as X-Amz-Security-Token */
+	/* Read atomically; non-zero: the daemon is stopping, so transfers in
+	 * flight end within about a second (libcurl's progress callback),
+	 * nothing is retried, and every call fails (-EIO). NULL: never. Must
+	 * outlive the xfer. */
+	const int *stop;
 };
 
 struct pfs_xfer;

@@ -400,6 +400,9 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_max_threads(lcfg, (unsigned)o.max_threads);
 	fuse_loop_cfg_set_idle_threads(lcfg, (unsigned)(o.max_threads / 4 + 1));
 	ret = fuse_session_loop_mt(se, lcfg) != 0;
+	/* Unmounted: prefetches and warm-ups in flight must not hold the exit
+	 * for their whole retry chain against a slow origin. */
+	pfs_origin_stop(origin);
 	if (pfs_notify("STOPPING=1") < 0)
 		pfs_debug("service manager: STOPPING=1 not sent");
 	fuse_loop_cfg_destroy(lcfg);

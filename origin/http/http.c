@@ -613,6 +613,7 @@ int pfs_origin_http_create(const char *url, const struct pfs_origin_opts *opts,
 	}
 	if (opts->manifest && !(ho->manifest = strdup(opts->manifest)))
 		goto err_url;
+	xo.stop = &ho->base.stopping;
 	rc = pfs_xfer_create(&xo, &ho->x);
 	if (rc < 0) {
 		pfs_err("%s: cannot set up HTTP transfers: %s", ho->base.name,

@@ -260,6 +260,7 @@ int pfs_origin_s3_create(const char *url, const struct pfs_origin_opts *opts,
 	s->plain_opts.timeout = opts ? opts->timeout : 0;
 	s->plain_opts.retries = opts ? opts->retries : 0;
 	s->plain_opts.bandwidth = opts ? opts->bandwidth : 0;
+	s->plain_opts.stop = &s->base.stopping;
 	s->path_style = opts && opts->s3_path_style;
 	s->region = strdup(opts && opts->region ? opts->region : "us-east-1");
 	s->endpoint = opts && opts->endpoint ? strdup(opts->endpoint) : NULL;

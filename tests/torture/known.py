@@ -14,9 +14,4 @@ def classify(f, r):
     if f.what == "mount_failed" and r.clashes and (
             "Not a directory" in f.detail or "is below a file" in f.detail):
         return (26, "a key beside a directory of the same name fails the whole mount")
-    if wrong and r.world["validator"] == "none" and opts.get("ssd"):
-        return (26, "SSD entries of an object without a validator reused after a remount")
-    if f.what == "exit" and r.faulted_mount:
-        return (26, "prefetches in flight against a stalling origin hold the daemon's exit "
-                    "for their whole retry chain")
     return None
