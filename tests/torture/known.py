@@ -11,9 +11,6 @@ hides the next bug. Remove a rule when its issue lands.
 def classify(f, r):
     opts = r.opts or {}
     wrong = f.what in ("wrong_bytes", "mixed_mount")
-    if f.what == "mount_failed" and r.clashes and (
-            "Not a directory" in f.detail or "is below a file" in f.detail):
-        return (26, "a key beside a directory of the same name fails the whole mount")
     if f.what == "error" and not r.range_on:
         return (26, "an origin that ignores Range: files over one block fail with EIO")
     if wrong and r.world["validator"] == "none" and opts.get("ssd"):
