@@ -5,6 +5,19 @@
  * replaces it with one array of child indices where each directory owns a
  * contiguous slice sorted by name: lookups are a binary search, readdir is
  * a walk over the slice, and the hash's memory is given back.
+ *
+ * A file and a directory of one name (S3 keys "a" and "a/b", an index
+ * linking "x" and "x/", a manifest listing both) cannot both be shown, and
+ * one such pair must not keep a dataset offline. The directory wins,
+ * whichever comes first: it may hold any number of files, the file is one.
+ * A file already in the table becomes that directory (its bytes leave
+ * total_bytes; it has no children, and its index stays below those added
+ * after it, as finish's mtime pass needs); a file that arrives at a
+ * directory is dropped. Either way add returns 0, so every listing source
+ * (S3, HTTP crawl, manifest, the saved listing) gets the same rule from
+ * this one place; the file is named in a warning (the first
+ * CLASH_WARN_MAX) and counted, and finish adds the count to
+ * listing.skipped, so only the listing actually mounted is counted.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,9 +31,11 @@
 #include "listing.h"
 #include "../util/log.h"
 #include "../util/atomic.h"
+#include "../util/stats.h"
 
 #define F_DIR 1u
 #define F_EXPLICIT 2u
+#define CLASH_WARN_MAX 20
 
 struct node {
 	uint64_t size;
@@ -45,6 +60,7 @@ struct pfs_ftable {
 	uint32_t *hash;      /* node index + 1; 0 = empty */
 	size_t hash_cap;
 	uint8_t *explicit_dir;
+	uint32_t clashes;    /* files left out for a directory of their name */
 };
 
 static uint64_t hash_key(uint32_t parent, const char *name, size_t len)
@@ -144,6 +160,31 @@ uint64_t pfs_ftable_fingerprint(uint64_t size, int64_t mtime, const char *etag)
 	return XXH3_64bits(buf, 16 + el);
 }
 
+/* A file left out for a directory of the same name (see the top of this
+ * file): path[0..len) names it. */
+static void clash_skip(struct pfs_ftable *ft, const char *path, size_t len)
+{
+	if (++ft->clashes > CLASH_WARN_MAX)
+		return;
+	pfs_warn("listing: file '%.*s' left out: a directory of the same name "
+		 "is listed (the directory wins)%s", (int)(len > 300 ? 300 : len),
+		 path, ft->clashes == CLASH_WARN_MAX ? "; further ones not shown" : "");
+}
+
+/* Node i, a file, becomes a directory: implicit (its mtime its newest
+ * child's, set by finish) unless `explicit`, then with `mtime`. */
+static void file_to_dir(struct pfs_ftable *ft, uint32_t i, int explicit, int64_t mtime)
+{
+	struct node *n = &ft->nodes[i];
+
+	ft->total_bytes -= n->size;
+	n->size = 0;
+	n->fp = 0;
+	n->is_dir = 1;
+	n->mtime = explicit ? mtime : INT64_MIN;
+	ft->explicit_dir[i] = explicit ? 1 : 0;
+}
+
 static int new_node(struct pfs_ftable *ft, uint32_t parent, const char *name, size_t len,
 		    int is_dir, uint64_t size, int64_t mtime, uint32_t *out)
 {
@@ -224,20 +265,29 @@ int pfs_ftable_add(void *ctx, const char *path, int is_dir, uint64_t size,
 				if (rc < 0)
 					return rc;
 			} else if (!ft->nodes[i].is_dir) {
-				return -ENOTDIR;
+				/* A file listed earlier: the directory wins. */
+				clash_skip(ft, path, (size_t)(c - path) + len);
+				file_to_dir(ft, i, 0, 0);
 			}
 			cur = i;
 			c = slash + 1;
 			continue;
 		}
 		if (i != UINT32_MAX) {
+			int was_dir = ft->nodes[i].is_dir;
 			/* A directory first seen as a parent may be declared later. */
-			if (is_dir && ft->nodes[i].is_dir && !ft->explicit_dir[i]) {
+			if (is_dir && was_dir && !ft->explicit_dir[i]) {
 				ft->explicit_dir[i] = 1;
 				ft->nodes[i].mtime = mtime;
 				return 0;
 			}
-			return -EEXIST;
+			if (is_dir == was_dir)
+				return -EEXIST;
+			/* A file and a directory of this name: the directory wins. */
+			clash_skip(ft, path, strlen(path));
+			if (is_dir)
+				file_to_dir(ft, i, 1, mtime);
+			return 0;
 		}
 		int rc = new_node(ft, cur, c, len, is_dir, size, mtime, &i);
 		if (rc == 0 && is_dir)
@@ -305,6 +355,12 @@ int pfs_ftable_finish(struct pfs_ftable *ft)
 		ft->names = nm;
 	ft->cap = ft->n;
 	ft->names_cap = ft->names_len;
+	if (ft->clashes) {
+		pfs_warn("listing: %" PRIu32 " file%s left out for a directory of the "
+			 "same name (see listing.skipped)", ft->clashes,
+			 ft->clashes == 1 ? "" : "s");
+		pfs_stat_add(listing_skipped, ft->clashes);
+	}
 	return 0;
 }
 

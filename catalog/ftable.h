@@ -31,14 +31,19 @@ struct pfs_ftable *pfs_ftable_create(void);
 void pfs_ftable_destroy(struct pfs_ftable *ft);
 
 /* Adds an entry (a pfs_list_fn: ctx is the table). Parents are created
- * implicitly (their mtime becomes their newest child's). Returns 0,
- * -EEXIST for a duplicate, -ENOTDIR when a parent is a file, -EINVAL for
- * an invalid path, -ENOMEM/-EFBIG when full, -EFBIG (logged) for a file
- * size above PFS_FILE_SIZE_MAX (2^62). */
+ * implicitly (their mtime becomes their newest child's). A file and a
+ * directory of the same name, in either order (a file "a" and "a/b", or
+ * "a/"), is no error: the directory wins, the file is left out with a
+ * warning naming it (the first 20), and finish() adds the count to
+ * listing.skipped. Returns 0, -EEXIST for a duplicate (the same path twice
+ * as a file, or declared twice as a directory), -EINVAL for an invalid
+ * path, -ENOMEM/-EFBIG when full, -EFBIG (logged) for a file size above
+ * PFS_FILE_SIZE_MAX (2^62). */
 int pfs_ftable_add(void *ft, const char *path, int is_dir, uint64_t size,
 		   int64_t mtime, const char *etag);
 
-/* Sorts directories and frees build-time state. Call once, after the last
+/* Sorts directories and frees build-time state; logs and counts the files
+ * left out for a directory (listing.skipped). Call once, after the last
  * add and before any query. */
 int pfs_ftable_finish(struct pfs_ftable *ft);
 

@@ -115,10 +115,10 @@ int pfs_manifest_parse(const char *buf, size_t len, pfs_list_fn fn, void *ctx,
 			FAIL("manifest line %lu: invalid etag (use '-' for none)", lineno);
 		const char *etag = strcmp(f[3], "-") ? f[3] : NULL;
 		int rc = fn(ctx, f[0], is_dir, size, mtime, etag);
+		/* A file beside a directory of its name is no error: the
+		 * file table keeps the directory (catalog/ftable.h). */
 		if (rc == -EEXIST)
 			FAIL("manifest line %lu: duplicate path '%.200s'", lineno, f[0]);
-		if (rc == -ENOTDIR)
-			FAIL("manifest line %lu: '%.200s' is below a file", lineno, f[0]);
 		if (rc < 0) {
 			snprintf(err, errcap, "manifest line %lu: %s", lineno, strerror(-rc));
 			return rc;

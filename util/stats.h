@@ -32,7 +32,8 @@ struct pfs_stats {
 	uint64_t ram_bytes;        /* gauge: bytes held */
 	uint64_t ram_evictions;
 	uint64_t coalesced;        /* reads that waited on another's fetch */
-	uint64_t listing_skipped;  /* listed files left out of the mount (no usable size) */
+	uint64_t listing_skipped;  /* listed files left out of the mount (no usable
+				    * size, or a directory of the same name) */
 	uint64_t served_reads;     /* FUSE reads of dataset files and views */
 	uint64_t served_bytes;     /* the bytes replied to them */
 	uint64_t ops[PFS_OP__COUNT];

@@ -460,7 +460,8 @@ static void *crawl_worker(void *arg)
 	return NULL;
 }
 
-/* By path, a directory before a file of the same path (see list_crawl). */
+/* By path, a directory before a file of the same path: the listing's
+ * order (and so the inode numbers) does not depend on the threads' timing. */
 static int cmp_ent(const void *a, const void *b)
 {
 	const struct ent *x = a, *y = b;
@@ -514,22 +515,15 @@ static int list_crawl(struct http_origin *ho, pfs_list_fn fn, void *ctx)
 			 "listing.skipped)", ho->base.name, c.skipped,
 			 c.skipped == 1 ? "" : "s");
 	/* A page may link a name both as a file and as a directory ("x" and
-	 * "x/": an index generated from an object store holding both). A
-	 * filesystem shows one: the directory, listed first, and the file is
-	 * refused (-EEXIST) and skipped with a warning, as the S3 backend
-	 * skips a clash. */
+	 * "x/": an index generated from an object store holding both): the
+	 * file table keeps the directory and leaves the file out, as for
+	 * every listing (catalog/ftable.h). */
 	qsort(c.ents, c.n, sizeof(*c.ents), cmp_ent);
 	for (size_t i = 0; i < c.n && rc == 0; i++) {
 		const struct ent *e = &c.ents[i];
 		if (e->gone)
 			continue;
 		rc = fn(ctx, e->path, e->is_dir, e->is_dir ? 0 : e->size, e->mtime, e->etag);
-		if (rc == -EEXIST && !e->is_dir && i > 0 && c.ents[i - 1].is_dir &&
-		    !strcmp(c.ents[i - 1].path, e->path)) {
-			pfs_warn("%s: skipping file '%.300s': the index also lists a "
-				 "directory of that name", ho->base.name, e->path);
-			rc = 0;
-		}
 	}
 
 out_ents:

@@ -31,8 +31,10 @@
  * - Listing callbacks (pfs_list_fn) are serialized by lister.lock; a worker
  *   parses a whole page before taking the lock, so no I/O happens under it.
  * - Keys the filesystem cannot show (pfs_path_valid fails, or a "dir/"
- *   object with data, or a name clash answered -EEXIST) are skipped with
- *   one warning each, the first WARN_MAX of them, then a count.
+ *   object with data, or a duplicate answered -EEXIST) are skipped with
+ *   one warning each, the first WARN_MAX of them, then a count. A key
+ *   beside a "directory" of its name ("a" and "a/b") is the file table's
+ *   to settle, in either order: it keeps the directory (catalog/ftable.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -131,7 +133,7 @@ static int deliver(struct lister *l, const struct pfs_s3list_entry *e)
 	rc = l->fn(l->ctx, path, is_dir, e->size, e->mtime,
 		   e->etag && strlen(e->etag) < PFS_ETAG_MAX ? e->etag : NULL);
 	if (rc == -EEXIST) {
-		skip_key(l, e->key, "clashes with another entry");
+		skip_key(l, e->key, "listed twice");
 		return 0;
 	}
 	if (!rc)

@@ -130,7 +130,7 @@ def test_one_directory_parallel(mount, sigv4_proxy, buckets, tmp_path):
               if "start-after=" in t and "delimiter=" not in t}
     assert sum("imagenet%2Ftrain%2Fc" in r and r.endswith("%2F") for r in ranges) \
         >= 4, sorted(ranges)
-    assert "clashes" not in m.stderr_text(10**7)
+    assert "listed twice" not in m.stderr_text(10**7)
     assert proxy.rejected == 0, proxy.reasons
 
 

@@ -300,8 +300,9 @@ class Runner:
         if opts.get("ssd"):
             self.ssd_layouts.add(parse_size(opts.get("block_size"), MiB))
             if "using the listing saved" in m.stderr_text():
-                # The origin's listing failed (a clash): the daemon serves the
-                # listing an earlier mount saved in ssd_dir (prestofs(1)).
+                # The origin's listing failed (before issue 26, a clash did):
+                # the daemon serves the listing an earlier mount saved in
+                # ssd_dir (prestofs(1)).
                 self.listing = self.saved_listing
                 cur = self.origin.current()
                 self.changed = {n for n in set(cur) | set(self.listing)

@@ -1,6 +1,7 @@
 /* test_ftable.c - catalog/ftable.h: building the namespace (implicit parents,
- * late directory declarations, duplicates), queries after finish, path
- * reconstruction, validators and the memory bound per entry. */
+ * late directory declarations, duplicates, a file and a directory of one
+ * name), queries after finish, path reconstruction, validators and the
+ * memory bound per entry. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include "../../catalog/ftable.h"
 #include "../../origin/origin.h"
+#include "../../util/stats.h"
 
 static struct pfs_ftable *new_table(void)
 {
@@ -163,8 +165,9 @@ static void test_explicit_dir_after_implicit(void **state)
 	/* Declared twice, though, is. */
 	assert_int_equal(pfs_ftable_add(ft, "d", 1, 0, 20, NULL), -EEXIST);
 	assert_int_equal(pfs_ftable_add(ft, "d/sub", 1, 0, 20, NULL), -EEXIST);
-	/* A file cannot take the place of an implicit directory. */
-	assert_int_equal(pfs_ftable_add(ft, "d/sub", 0, 5, 20, NULL), -EEXIST);
+	/* A file of an implicit directory's name is left out (the directory
+	 * wins; see test_clash_*), and adds nothing. */
+	add_ok(ft, "d/sub", 0, 5, 20);
 	add_ok(ft, "d/sub/g", 0, 4, 2000); /* still usable as a parent */
 	assert_int_equal(pfs_ftable_finish(ft), 0);
 	assert_int_equal(pfs_ftable_count(ft), 5);
@@ -180,23 +183,18 @@ static void test_explicit_dir_after_implicit(void **state)
 	pfs_ftable_destroy(ft);
 }
 
-static void test_duplicates_and_notdir(void **state)
+static void test_duplicates(void **state)
 {
 	(void)state;
 	struct pfs_ftable *ft = new_table();
 	add_ok(ft, "f", 0, 1, 1);
 	add_ok(ft, "dir/g", 0, 2, 1);
 	add_ok(ft, "empty", 1, 0, 1);
+	/* The same path twice as a file, or declared twice as a directory
+	 * (a file beside a directory is no duplicate: see test_clash_*). */
 	assert_int_equal(pfs_ftable_add(ft, "f", 0, 1, 1, NULL), -EEXIST);
-	assert_int_equal(pfs_ftable_add(ft, "f", 1, 0, 1, NULL), -EEXIST);
 	assert_int_equal(pfs_ftable_add(ft, "dir/g", 0, 9, 1, NULL), -EEXIST);
-	assert_int_equal(pfs_ftable_add(ft, "dir", 0, 9, 1, NULL), -EEXIST);
 	assert_int_equal(pfs_ftable_add(ft, "empty", 1, 0, 1, NULL), -EEXIST);
-	assert_int_equal(pfs_ftable_add(ft, "empty", 0, 0, 1, NULL), -EEXIST);
-	/* A file as a parent, directly or further up. */
-	assert_int_equal(pfs_ftable_add(ft, "f/x", 0, 1, 1, NULL), -ENOTDIR);
-	assert_int_equal(pfs_ftable_add(ft, "f/x/y", 0, 1, 1, NULL), -ENOTDIR);
-	assert_int_equal(pfs_ftable_add(ft, "dir/g/h", 1, 0, 1, NULL), -ENOTDIR);
 	/* Invalid paths never get in. */
 	assert_int_equal(pfs_ftable_add(ft, "", 0, 1, 1, NULL), -EINVAL);
 	assert_int_equal(pfs_ftable_add(ft, "/abs", 0, 1, 1, NULL), -EINVAL);
@@ -216,6 +214,108 @@ static void test_duplicates_and_notdir(void **state)
 	assert_true(info_of(ft, node_of(ft, "empty")).is_dir);
 	/* After finish the table is closed to adds. */
 	assert_int_equal(pfs_ftable_add(ft, "late", 0, 1, 1, NULL), -EINVAL);
+	pfs_ftable_destroy(ft);
+}
+
+/* The table after either test_clash_* listing: every clashing name is a
+ * directory holding what was listed below it; the files of those names
+ * are left out (neither counted in total_bytes nor findable), and each is
+ * counted once in listing.skipped, at finish. */
+static void check_clash_table(struct pfs_ftable *ft, uint64_t skipped0)
+{
+	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 0); /* at finish */
+	assert_int_equal(pfs_ftable_finish(ft), 0);
+	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 3);
+	/* root a a/b a/c x x/y x/y/z x/y/z/w.bin f keep */
+	assert_int_equal(pfs_ftable_count(ft), 10);
+	assert_int_equal(pfs_ftable_total_bytes(ft), 7 + 8 + 13 + 1);
+	static const char *const dirs[] = {"a", "x", "x/y", "x/y/z", "f"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
+		struct pfs_fnode d = info_of(ft, node_of(ft, dirs[i]));
+		if (!d.is_dir || d.size != 0 || d.fp != 0)
+			fail_msg("'%s': dir %d size %llu fp %llu", dirs[i], d.is_dir,
+				 (unsigned long long)d.size, (unsigned long long)d.fp);
+	}
+	/* The directories' children survive, with their own sizes. */
+	uint32_t a = node_of(ft, "a");
+	assert_int_equal(pfs_ftable_nchildren(ft, a), 2);
+	assert_string_equal(pfs_ftable_name(ft, pfs_ftable_child(ft, a, 0)), "b");
+	assert_string_equal(pfs_ftable_name(ft, pfs_ftable_child(ft, a, 1)), "c");
+	assert_int_equal(info_of(ft, node_of(ft, "a/b")).size, 7);
+	assert_int_equal(info_of(ft, node_of(ft, "a/c")).size, 8);
+	assert_false(info_of(ft, node_of(ft, "x/y/z/w.bin")).is_dir);
+	assert_int_equal(info_of(ft, node_of(ft, "x/y/z/w.bin")).size, 13);
+	assert_int_equal(pfs_ftable_nchildren(ft, node_of(ft, "x/y")), 1);
+	assert_int_equal(pfs_ftable_nchildren(ft, node_of(ft, "f")), 0);
+	assert_int_equal(info_of(ft, node_of(ft, "keep")).size, 1);
+	/* mtimes: an implicit directory takes its newest child's, not the
+	 * left-out file's; a declared one keeps its own. */
+	assert_int_equal(info_of(ft, a).mtime, 300);
+	assert_int_equal(info_of(ft, node_of(ft, "x/y")).mtime, 400);
+	assert_int_equal(info_of(ft, node_of(ft, "f")).mtime, 50);
+	char buf[64];
+	assert_int_equal(pfs_ftable_path(ft, node_of(ft, "x/y/z/w.bin"), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "x/y/z/w.bin");
+	pfs_ftable_destroy(ft);
+}
+
+/* A file, then entries below a directory of its name (S3 keys "a" and
+ * "a/b" in key order; "x/y" and "x/y/z/w.bin"; "f" and "f/"). Before,
+ * the second add failed with -ENOTDIR or -EEXIST, and so the mount. */
+static void test_clash_file_first(void **state)
+{
+	(void)state;
+	uint64_t skipped0 = pfs_stat_get(listing_skipped);
+	struct pfs_ftable *ft = new_table();
+	add_ok(ft, "a", 0, 5, 999);
+	add_ok(ft, "a/b", 0, 7, 200);
+	add_ok(ft, "a/c", 0, 8, 300);
+	add_ok(ft, "x/y", 0, 11, 999);
+	add_ok(ft, "x/y/z/w.bin", 0, 13, 400);
+	add_ok(ft, "f", 0, 3, 999);
+	add_ok(ft, "f", 1, 0, 50);
+	add_ok(ft, "keep", 0, 1, 1);
+	/* The directory that replaced a file is still declared once only. */
+	assert_int_equal(pfs_ftable_add(ft, "f", 1, 0, 50, NULL), -EEXIST);
+	check_clash_table(ft, skipped0);
+}
+
+/* The same listing with the directories first: the files arrive at a
+ * directory and are left out. */
+static void test_clash_dir_first(void **state)
+{
+	(void)state;
+	uint64_t skipped0 = pfs_stat_get(listing_skipped);
+	struct pfs_ftable *ft = new_table();
+	add_ok(ft, "a/b", 0, 7, 200);
+	add_ok(ft, "a", 0, 5, 999);
+	add_ok(ft, "x/y/z/w.bin", 0, 13, 400);
+	add_ok(ft, "x/y", 0, 11, 999);
+	add_ok(ft, "f", 1, 0, 50);
+	add_ok(ft, "f", 0, 3, 999);
+	add_ok(ft, "a/c", 0, 8, 300); /* the directory still takes children */
+	add_ok(ft, "keep", 0, 1, 1);
+	check_clash_table(ft, skipped0);
+}
+
+/* Many clashes: every one counted, the table still right. (The first
+ * CLASH_WARN_MAX are named in the log, then one line with the count.) */
+static void test_clash_warnings_bounded(void **state)
+{
+	(void)state;
+	uint64_t skipped0 = pfs_stat_get(listing_skipped);
+	struct pfs_ftable *ft = new_table();
+	char p[32];
+	for (int i = 0; i < 50; i++) {
+		snprintf(p, sizeof(p), "d%02d", i);
+		add_ok(ft, p, 0, 1, 1);
+		snprintf(p, sizeof(p), "d%02d/in", i);
+		add_ok(ft, p, 0, 2, 1);
+	}
+	assert_int_equal(pfs_ftable_finish(ft), 0);
+	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 50);
+	assert_int_equal(pfs_ftable_count(ft), 101);
+	assert_int_equal(pfs_ftable_total_bytes(ft), 100);
 	pfs_ftable_destroy(ft);
 }
 
@@ -554,7 +654,10 @@ int main(void)
 		cmocka_unit_test(test_implicit_parents),
 		cmocka_unit_test(test_implicit_dir_mtime),
 		cmocka_unit_test(test_explicit_dir_after_implicit),
-		cmocka_unit_test(test_duplicates_and_notdir),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_clash_file_first),
+		cmocka_unit_test(test_clash_dir_first),
+		cmocka_unit_test(test_clash_warnings_bounded),
 		cmocka_unit_test(test_directory_size_ignored),
 		cmocka_unit_test(test_huge_size_refused),
 		cmocka_unit_test(test_sorted_children_and_lookup),
