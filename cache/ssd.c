@@ -311,6 +311,33 @@ static int meta_set(struct pfs_ssd *s, MDB_txn *txn, const char *name, const voi
 	return mdb_put(txn, s->db_meta, &k, &v, 0);
 }
 
+/* The block size the entries were cut by ("layout"). When it changes (or
+ * an index from before it was recorded holds entries), every entry now in
+ * the index is of another layout: a miss from now on (ssd_entry_fp), and
+ * swept in the background (sweep_below). A sweep left unfinished by the
+ * last mount goes on. */
+static int layout_load(struct pfs_ssd *s, MDB_txn *txn)
+{
+	if (!s->block_size)
+		return 0;
+	MDB_val v;
+	uint64_t old = 0, pending = meta_u64(s, txn, "sweep_below");
+	int had = meta_get(s, txn, "layout", &v) == 0 && v.mv_size == sizeof(old);
+	if (had)
+		memcpy(&old, v.mv_data, sizeof(old));
+	if ((had ? old != s->block_size : s->st_entries > 0) && s->next_seq > pending)
+		pending = s->next_seq;
+	int rc;
+	if ((rc = meta_set(s, txn, "layout", &s->block_size, sizeof(s->block_size))) ||
+	    (rc = meta_set(s, txn, "sweep_below", &pending, sizeof(pending))))
+		return rc;
+	s->sweep_below = pending;
+	if (pending && (!had || old != s->block_size))
+		pfs_info("ssd_dir %s: entries of block_size %llu%s are swept in the background",
+			 s->dir, (unsigned long long)old, had ? "" : " (or unrecorded)");
+	return 0;
+}
+
 /* Reads (or, first use, writes) format, origin and counters. -EINVAL for
  * another origin, E_CORRUPT for another format; rdonly: writes nothing,
  * -ENOENT for an index never used. */
@@ -373,6 +400,8 @@ static int meta_load(struct pfs_ssd *s, int rdonly)
 		mdb_txn_abort(txn);
 		return 0;
 	}
+	if ((rc = layout_load(s, txn)))
+		goto abort;
 	if ((rc = mdb_txn_commit(txn)))
 		return ssd_mdb_corrupt(rc) ? E_CORRUPT : ssd_mdb_err(rc);
 	return 0;
@@ -590,6 +619,8 @@ void pfs_ssd_stats(struct pfs_ssd *s, struct pfs_ssd_stats *out)
 	out->dropped = pfs_load(&s->st_dropped);
 	out->compressed_blocks = pfs_load(&s->st_comp);
 	out->stale = pfs_load(&s->st_stale);
+	out->swept = pfs_load(&s->st_swept);
+	out->sweep_pending = pfs_load(&s->sweep_below) != 0;
 	out->disabled = (uint64_t)pfs_load(&s->disabled);
 	out->budget = s->budget;
 	pthread_mutex_lock(&s->q_lock);
@@ -605,6 +636,8 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("ssd.hits", hits, 0),
 	ROW("ssd.misses", misses, 0),
 	ROW("ssd.stale", stale, 0),
+	ROW("ssd.swept", swept, 0),
+	ROW("ssd.sweep_pending", sweep_pending, 1),
 	ROW("ssd.bytes", bytes, 1),
 	ROW("ssd.raw_bytes", raw_bytes, 1),
 	ROW("ssd.entries", entries, 1),

@@ -90,6 +90,9 @@ struct pfs_ssd_stats {
 				     * admitted by the writer (full, disabled) */
 	uint64_t compressed_blocks; /* blocks written zstd-compressed */
 	uint64_t stale;             /* gets that found another fingerprint */
+	uint64_t swept;             /* entries of another block size removed in
+				     * the background after a layout change */
+	uint64_t sweep_pending;     /* gauge: 1 while that sweep runs */
 	uint64_t disabled;          /* 0/1 */
 	uint64_t budget;            /* the byte budget in force */
 };

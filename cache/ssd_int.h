@@ -32,6 +32,7 @@
 #define SSD_TOUCH_BATCH 4096     /* this many wake the writer */
 #define SSD_DROP_MAX 4096        /* queued drop requests */
 #define SSD_STAGE_BYTES (4u << 20) /* the writer's staging buffer */
+#define SSD_SWEEP_BATCH 512      /* entries of an old layout removed per pass */
 
 enum codec { CODEC_RAW = 0, CODEC_ZSTD = 1 };
 
@@ -157,7 +158,14 @@ struct pfs_ssd {
 
 	/* Atomics (util/atomic.h); the gauges are written by the writer. */
 	uint64_t st_hits, st_misses, st_bytes, st_raw, st_entries, st_csum,
-		st_evict, st_werr, st_queued, st_dropped, st_comp, st_stale;
+		st_evict, st_werr, st_queued, st_dropped, st_comp, st_stale, st_swept;
+	/* Entries older than this (seq below it) were cut by another block
+	 * size: the writer removes them in the background, a batch per pass
+	 * (epoch and minio never replace, so they would hold the budget
+	 * forever). 0: nothing to sweep. Kept in meta "sweep_below" until
+	 * done, so a sweep cut short by an unmount goes on at the next mount.
+	 * Set by open, then written by the writer only; read atomically. */
+	uint64_t sweep_below;
 	int disabled;
 	int full;                 /* EVICT_NONE: the writer had to refuse */
 };

@@ -266,7 +266,8 @@ void *ssd_writer_main(void *arg)
 
 	pthread_mutex_lock(&s->q_lock);
 	for (;;) {
-		while (!s->stop && !s->q_head && !s->want_pass && s->t_count < SSD_TOUCH_BATCH)
+		while (!s->stop && !s->q_head && !s->want_pass && s->t_count < SSD_TOUCH_BATCH &&
+		       !(pfs_load(&s->sweep_below) && !pfs_load(&s->disabled)))
 			pthread_cond_wait(&s->q_wake, &s->q_lock);
 		if (s->stop && !s->q_head && !s->want_pass && !s->t_head)
 			break; /* recorded hits are applied before closing too */

@@ -119,6 +119,7 @@ struct batch {
 	size_t ndead, capdead;
 	struct counters c;
 	int changed;
+	int sweep_done;           /* the sweep ended in txn A: say so once published */
 };
 
 static int grow(void **arr, size_t *cap, size_t n, size_t size)
@@ -259,8 +260,9 @@ static int touch_one(struct pfs_ssd *s, MDB_txn *txn, struct batch *b, const str
 	return ssd_mdb_err(mdb_put(txn, s->db_blocks, &k, &d, 0));
 }
 
-/* Evicts the least recently used entry; -ENOENT when there is none. */
-static int evict_one(struct pfs_ssd *s, MDB_txn *txn, struct batch *b)
+/* Evicts the least recently used entry; -ENOENT when there is none, or
+ * (below non-zero) when it is not older than `below`. */
+static int evict_one(struct pfs_ssd *s, MDB_txn *txn, struct batch *b, uint64_t below)
 {
 	char key[SSD_KEY_MAX];
 	MDB_cursor *cur;
@@ -279,17 +281,41 @@ static int evict_one(struct pfs_ssd *s, MDB_txn *txn, struct batch *b)
 	if (k.mv_size != 8 || d.mv_size > sizeof(key))
 		return -EIO;
 	seq = ssd_get_be64(k.mv_data);
+	if (below && seq >= below)
+		return -ENOENT;
 	klen = d.mv_size;
 	memcpy(key, d.mv_data, klen);
 	rc = find(s, txn, key, klen, &e, NULL, NULL);
 	if (rc == 0 && e.seq == seq) {
-		pfs_add(&s->st_evict, 1);
+		pfs_add(below ? &s->st_swept : &s->st_evict, 1);
 		return free_ent(s, txn, b, key, klen, &e);
 	}
 	if (rc && rc != -ENOENT)
 		return rc;
 	b->changed = 1;
 	return lru_del(s, txn, seq); /* an orphan order record */
+}
+
+/* Up to SSD_SWEEP_BATCH entries of another layout, oldest first; the
+ * sweep ends (meta "sweep_below" 0) at the first entry that is not. */
+static int sweep(struct pfs_ssd *s, MDB_txn *txn, struct batch *b)
+{
+	uint64_t below = pfs_load(&s->sweep_below);
+	if (!below)
+		return 0;
+	for (unsigned i = 0; i < SSD_SWEEP_BATCH; i++) {
+		int rc = evict_one(s, txn, b, below);
+		if (rc == -ENOENT) {
+			if ((rc = meta_put(s, txn, "sweep_below", 0)))
+				return rc;
+			b->sweep_done = 1;
+			b->changed = 1;
+			return 0;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static int put_counters(struct pfs_ssd *s, MDB_txn *txn, const struct counters *c)
@@ -340,6 +366,8 @@ static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 
 	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)))
 		return ssd_mdb_err(rc);
+	if ((rc = sweep(s, txn, b)))
+		goto abort;
 	for (struct touch *t = touches; t; t = t->next)
 		if ((rc = touch_one(s, txn, b, t)))
 			goto abort;
@@ -377,7 +405,7 @@ static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 	}
 	if (s->evict == PFS_SSD_EVICT_LRU) {
 		while (b->c.bytes + need > s->budget) {
-			rc = evict_one(s, txn, b);
+			rc = evict_one(s, txn, b, 0);
 			if (rc == -ENOENT)
 				break;
 			if (rc)
@@ -614,6 +642,8 @@ void ssd_run_batch(struct pfs_ssd *s, struct item *items, struct touch *touches)
 	if ((rc = phase_a(s, items, touches, &b)))
 		goto fail;
 	reclaim(s, &b);
+	if (b.sweep_done) /* after the counters it changed are published */
+		pfs_store(&s->sweep_below, 0);
 	if ((rc = phase_b(s, items, &b, &what)))
 		goto fail;
 	reclaim(s, &b);

@@ -197,3 +197,49 @@ def test_remount_with_another_block_size_is_exact(tmp_path, nginx, mount, first,
         if i == 1:
             assert s["checksum_failures"] == 0, s
             assert s["hits"] == 0, f"an entry of block_size {first} was served under {bs}: {s}"
+
+
+def test_layout_change_sweeps_old_entries(tmp_path, nginx, mount):
+    """The epoch policy admits until full and never replaces: entries of an
+    old block_size would hold the budget forever. A remount with another
+    block_size sweeps them in the background (ssd.swept), so the new
+    layout's blocks are stored and a third mount serves every byte from the
+    SSD tier (before: the new puts were dropped, the budget full of
+    entries no mount could use)."""
+    import hashlib
+    import random
+    KiB = 1024
+    src = tmp_path / "src"
+    src.mkdir()
+    rng = random.Random(2611)
+    for kib in (384, 768, 1536, 3072, 1000):
+        (src / f"f{kib}.bin").write_bytes(rng.randbytes(kib * KiB))
+    want = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in src.iterdir()}
+    ng = nginx(served_copy(src, tmp_path), autoindex=False)
+    ssd = tmp_path / "ssd"
+    opts = {"ssd_dir": str(ssd), "ssd_size": "8M", "prefetch": "off"}  # policy: epoch
+
+    def read_all_exact(m):
+        for n in want:
+            assert hashlib.sha256((m.path / n).read_bytes()).hexdigest() == want[n], n
+
+    m = mount(ng.url, dict(opts, block_size="512K"), name="m0")
+    read_all_exact(m)
+    first = m.stats()["ssd"]
+    m.check_stop()
+    m = mount(ng.url, dict(opts, block_size="1M"), name="m1")
+    deadline = time.monotonic() + 10
+    while m.stats()["ssd"]["sweep_pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    s = m.stats()["ssd"]
+    assert s["sweep_pending"] == 0 and s["swept"] >= 8, (first, s)  # 14 blocks of 512K
+    assert s["entries"] == 0, s
+    read_all_exact(m)
+    m.check_stop()
+    m = mount(ng.url, dict(opts, block_size="1M"), name="m2")
+    read_all_exact(m)
+    s, o = m.stats()["ssd"], m.stats()["origin"]
+    assert s["swept"] == 0 and s["dropped"] == 0, s
+    # Every block from the SSD tier (8 blocks of 1M); the origin sent only
+    # the listing.
+    assert s["hits"] == 8 and o["bytes"] < 4096, (o, s)

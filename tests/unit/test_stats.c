@@ -244,7 +244,8 @@ static void test_epoch_names(void **state)
 	pfs_epoch_destroy(t);
 }
 
-#define SSD_NAMES NAMES("ssd.hits", "ssd.misses", "ssd.stale", "ssd.bytes", "ssd.raw_bytes", \
+#define SSD_NAMES NAMES("ssd.hits", "ssd.misses", "ssd.stale", "ssd.swept", "ssd.sweep_pending", \
+			"ssd.bytes", "ssd.raw_bytes", \
 			"ssd.entries", "ssd.budget", "ssd.checksum_failures", "ssd.evictions", \
 			"ssd.write_errors", "ssd.queued", "ssd.queue_bytes", "ssd.dropped", \
 			"ssd.compressed_blocks", "ssd.disabled")
@@ -372,7 +373,7 @@ static void test_all_sources_fit(void **state)
 	pfs_epoch_collect(m.ep, &l);
 	pfs_prefetch_collect(m.p, &l);
 	assert_int_equal(own, 16 + 14);  /* origin 8, ram 4, coalesced, listing, served 2, fuse 14 */
-	assert_int_equal(l.n, own + 15 + 15 + 3 + 11);
+	assert_int_equal(l.n, own + 17 + 15 + 3 + 11);
 	assert_true(l.n + OTHER_SOURCES_ROOM <= PFS_STAT_LIST_MAX);
 	for (size_t i = 0; i < l.n; i++) {
 		if (!valid_name(l.kv[i].name))
