@@ -303,6 +303,18 @@ def test_parallel(origin, mount, run_bounded, validator, n, start):
 
 # --- SSD tier, unmount, switch, remount --------------------------------------------
 
+def _cache_first_blocks(m1):
+    """Reads blocks 0-3 (all OLD) on mount m1, then unmounts it, which waits
+    for the SSD writer: those blocks are then in the SSD tier."""
+    fd = _open(m1)
+    try:
+        first = {k: read_block(fd, k) for k in range(4)}
+    finally:
+        os.close(fd)
+    assert first == {k: "old" for k in range(4)}, first
+    m1.check_stop()
+
+
 @pytest.mark.parametrize("order", ["ssd-first", "origin-first", "noswitch"])
 @pytest.mark.parametrize("validator", MODES)
 def test_ssd_remount(origin, mount, run_bounded, tmp_path, validator, order):
@@ -313,14 +325,7 @@ def test_ssd_remount(origin, mount, run_bounded, tmp_path, validator, order):
     srv.add(NAME, OLD_DATA, NEW_DATA, switch_after=NEVER)
     ssd = tmp_path / "ssd"
     ssd.mkdir()
-    m1 = _mount(mount, srv, name="mnt1", prefetch="off", ssd_dir=str(ssd))
-    fd = _open(m1)
-    try:
-        first = {k: read_block(fd, k) for k in range(4)}
-    finally:
-        os.close(fd)
-    assert first == {k: "old" for k in range(4)}, first
-    m1.check_stop()  # waits for the SSD writer
+    _cache_first_blocks(_mount(mount, srv, name="mnt1", prefetch="off", ssd_dir=str(ssd)))
     gets1 = srv.gets(NAME)
     if order != "noswitch":
         srv.set_version(NAME, NEW)
@@ -360,14 +365,7 @@ def test_ssd_remount_without_validator(origin, mount, tmp_path):
     srv.add(NAME, OLD_DATA, NEW_DATA, switch_after=NEVER)
     ssd = tmp_path / "ssd"
     opts = dict(prefetch="off", ssd_dir=str(ssd))
-    m1 = _mount(mount, srv, name="mnt1", **opts)
-    fd = _open(m1)
-    try:
-        first = {k: read_block(fd, k) for k in range(4)}
-    finally:
-        os.close(fd)
-    assert first == {k: "old" for k in range(4)}, first
-    m1.check_stop()  # waits for the SSD writer
+    _cache_first_blocks(_mount(mount, srv, name="mnt1", **opts))
     srv.set_version(NAME, NEW)
     m2 = _mount(mount, srv, name="mnt2", **dict(opts, ram_size="2M"))
     fd = _open(m2)
