@@ -39,11 +39,12 @@ static void view_split(fuse_ino_t ino, uint32_t *spec, uint32_t *node)
 	*node = (uint32_t)ino;
 }
 
-/* The whole source file, through the cache (and so the SSD tier). */
+/* The whole source file, through the cache (and so the SSD tier); -EFBIG
+ * past view_max_source, before any byte is fetched. */
 static int read_source(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
 		       unsigned flags, char **out)
 {
-	return pfs_fsi_read_whole(fs, node, info, flags, PFS_VIEWS_MAX_OUTPUT, out);
+	return pfs_fsi_read_whole(fs, node, info, flags, pfs_views_max_source(fs->views), out);
 }
 
 /* Output size of a view file (a JPEG under spec), remembered per inode. */
@@ -54,6 +55,8 @@ static int view_size(struct pfs_fs *fs, fuse_ino_t ino, unsigned flags, uint64_t
 	view_split(ino, &spec, &node);
 	if (pfs_ftable_get(fs->ft, node, &info) < 0)
 		return -ENOENT;
+	if (info.size > pfs_views_max_source(fs->views))
+		return -EFBIG; /* nothing fetched: view_max_source */
 	char *src = NULL;
 	int rc = pfs_views_size(fs->views, spec, ino, NULL, 0, size);
 	if (rc == -EAGAIN) { /* not known yet: needs the source */

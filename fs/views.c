@@ -28,7 +28,7 @@ struct size_slot {
 };
 
 struct pfs_views {
-	uint64_t max_pixels;
+	uint64_t max_pixels, max_source;
 	pthread_mutex_t lock;
 	pthread_cond_t work, done;
 	/* guarded by lock */
@@ -72,16 +72,18 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int pfs_views_create(unsigned workers, uint64_t max_pixels, struct pfs_views **out)
+int pfs_views_create(const struct pfs_views_opts *o, struct pfs_views **out)
 {
+	unsigned workers = o->workers;
 	struct pfs_views *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
+	v->max_source = o->max_source ? o->max_source : PFS_VIEWS_MAX_OUTPUT;
 	if (!workers) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		workers = n > 0 ? (unsigned)n : 1;
 	}
-	v->max_pixels = max_pixels;
+	v->max_pixels = o->max_pixels;
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_cond_init(&v->work, NULL);
 	pthread_cond_init(&v->done, NULL);
@@ -154,6 +156,11 @@ int pfs_views_spec(struct pfs_views *v, const char *name, uint32_t *idx)
 	if (rc == 0)
 		*idx = i;
 	return rc;
+}
+
+uint64_t pfs_views_max_source(const struct pfs_views *v)
+{
+	return v->max_source;
 }
 
 const char *pfs_views_canon(struct pfs_views *v, uint32_t idx)

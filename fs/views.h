@@ -26,10 +26,18 @@
 
 struct pfs_views;
 
-/* workers: transform threads (0: the number of CPUs). max_pixels: the
- * decompression-bomb limit (declared width x height). Returns 0, or
- * -ENOMEM when no memory or not one worker thread could start. */
-int pfs_views_create(unsigned workers, uint64_t max_pixels, struct pfs_views **out);
+struct pfs_views_opts {
+	unsigned workers;     /* transform threads (0: the number of CPUs) */
+	uint64_t max_pixels;  /* decompression-bomb limit (declared w x h) */
+	uint64_t max_source;  /* largest source a view transforms (bytes;
+			       * 0: PFS_VIEWS_MAX_OUTPUT); larger: -EFBIG */
+};
+
+/* Returns 0, or -ENOMEM when no memory or not one worker thread could
+ * start. */
+int pfs_views_create(const struct pfs_views_opts *o, struct pfs_views **out);
+/* The largest source a view transforms (pfs_views_opts.max_source). */
+uint64_t pfs_views_max_source(const struct pfs_views *v);
 void pfs_views_destroy(struct pfs_views *v);
 
 /* Index of a spec, interned by canonical form: 0 and *idx, -ENOENT for an

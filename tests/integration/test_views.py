@@ -166,3 +166,36 @@ def test_daemon_mode_threads_survive(tmp_path, prestofs_bin):
     while is_mounted(mnt):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+# ---- memory bounds (issue 26 finding 4) ------------------------------------
+
+def _noise_jpeg(path, w, h, seed=7, quality=95):
+    """A JPEG of noise: about 1.2 bytes per pixel at quality 95."""
+    rng = np.random.default_rng(seed)
+    arr = (rng.random((h, w, 3)) * 255).astype("uint8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(arr).save(path, quality=quality)
+    return path
+
+
+def test_view_max_source_efbig(tmp_path, mount):
+    """A JPEG larger than view_max_source: EFBIG at stat and at read of
+    its view, before any byte of it is fetched; the same file through the
+    dataset, and a large file that is no JPEG through the views, read
+    exactly. Before: the view was sized by reading the whole source."""
+    src = tmp_path / "src"
+    big = _noise_jpeg(src / "big.jpg", 1400, 1900)
+    assert big.stat().st_size > 2 << 20
+    (src / "big.bin").write_bytes(np.random.default_rng(3).bytes(3 << 20))
+    _noise_jpeg(src / "small.jpg", 64, 48)
+    m = mount(src, {"view_max_source": "1M", "ram_size": "16M"})
+    view = m.path / ".prestofs/views/resize=32"
+    for fn in (os.stat, lambda p: p.read_bytes(), lambda p: open(p, "rb").read(10)):
+        with pytest.raises(OSError) as e:
+            fn(view / "big.jpg")
+        assert e.value.errno == errno.EFBIG
+    assert m.stats()["origin"]["bytes"] == 0
+    assert (view / "big.bin").read_bytes() == (src / "big.bin").read_bytes()
+    assert (m.path / "big.jpg").read_bytes() == big.read_bytes()
+    assert Image.open(view / "small.jpg").size == (42, 32)

@@ -76,7 +76,7 @@ static void test_threads(void **state)
 	pthread_t th[NTHREADS];
 	pfs_log_set_level(PFS_LOG_ERR); /* the bad spelling is warned about */
 	make_jpeg();
-	assert_int_equal(pfs_views_create(3, 1u << 20, &views), 0);
+	assert_int_equal(pfs_views_create(&(struct pfs_views_opts){3, 1u << 20, 0}, &views), 0);
 	for (int t = 0; t < NTHREADS; t++)
 		assert_int_equal(pthread_create(&th[t], NULL, thread_main, idx[t]), 0);
 	for (int t = 0; t < NTHREADS; t++)
