@@ -263,6 +263,7 @@ def _vm_hwm(pid):
     raise AssertionError("no VmHWM")
 
 
+@pytest.mark.serial  # measures resident memory
 def test_views_memory_budget(tmp_path, mount):
     """16 views of distinct 1.6 MB JPEGs (4.2 MB decoded each) at once, in
     parallel, with view_max_source=2M: the views' budget (2 x 2 MiB) runs
@@ -294,5 +295,7 @@ def test_views_memory_budget(tmp_path, mount):
     s = m.stats()["views"]
     grew = _vm_hwm(m.proc.pid) - base
     assert s["memory_peak"] <= 16 << 20, s
+    if os.environ.get("PRESTOFS_SANITIZED") == "1":
+        return  # ASan's shadow and quarantine: resident memory tells nothing
     # Measured: 33 MB after; 68 MB before (sources read all at once).
     assert grew < 48 << 20, (grew, s)
