@@ -159,10 +159,11 @@ int pfs_fsi_ssd_get(struct pfs_fs *fs, uint32_t node, const char *path, uint64_t
  * once. 0 (queued), -ENOSPC (no room), -EAGAIN (disabled, queue full). */
 int pfs_fsi_ssd_put_warm(struct pfs_fs *fs, const char *path, uint64_t blk, uint64_t fp,
 			 const char *v, const void *buf, size_t len);
-/* The whole of dataset file `node` in a malloc'd buffer (*out, freed by
- * the caller), through the cache with bcache `flags`; -EFBIG past max. */
-int pfs_fsi_read_whole(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
-		       unsigned flags, uint64_t max, char **out);
+/* The first len bytes of dataset file `node` (len <= its size, else
+ * -EINVAL) into buf, through the cache with bcache `flags`: only the
+ * blocks that hold them are fetched. 0 or a negative errno. */
+int pfs_fsi_read_head(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
+		      unsigned flags, void *buf, size_t len);
 
 /* ---- the inode kinds --------------------------------------------------- */
 

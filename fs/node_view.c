@@ -39,14 +39,36 @@ static void view_split(fuse_ino_t ino, uint32_t *spec, uint32_t *node)
 	*node = (uint32_t)ino;
 }
 
-/* The whole source file, through the cache (and so the SSD tier). */
-static int read_source(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
-		       unsigned flags, char **out)
+/* A view's source, read through the cache (and so the SSD tier). */
+struct source {
+	struct pfs_fs *fs;
+	uint32_t node;
+	const struct pfs_fnode *info;
+	unsigned flags; /* for the source's blocks */
+};
+
+static int read_source(void *p, void *buf, size_t len)
 {
-	return pfs_fsi_read_whole(fs, node, info, flags, PFS_VIEWS_MAX_OUTPUT, out);
+	struct source *c = p;
+	return pfs_fsi_read_head(c->fs, c->node, c->info, c->flags, buf, len);
 }
 
-/* Output size of a view file (a JPEG under spec), remembered per inode. */
+static void log_view(struct pfs_fs *fs, uint32_t spec, uint32_t node, int rc)
+{
+	char path[4096], key[64];
+	pfs_ftable_path(fs->ft, node, path, sizeof(path));
+	if (rc == -EFBIG) { /* every stat says it: rate-limited per file */
+		snprintf(key, sizeof(key), "view-efbig:%u", node);
+		pfs_log_limited(PFS_LOG_WARN, key, "view %s of '%s': larger than view_max_source",
+				pfs_views_canon(fs->views, spec), path);
+		return;
+	}
+	pfs_warn("view %s of '%s': %s", pfs_views_canon(fs->views, spec), path,
+		 rc == -E2BIG ? "more pixels than view_max_pixels" : "not a decodable JPEG");
+}
+
+/* Output size of a view file (a JPEG under spec), remembered per inode;
+ * -EFBIG for a source over view_max_source, before any byte is fetched. */
 static int view_size(struct pfs_fs *fs, fuse_ino_t ino, unsigned flags, uint64_t *size)
 {
 	uint32_t spec, node;
@@ -54,21 +76,11 @@ static int view_size(struct pfs_fs *fs, fuse_ino_t ino, unsigned flags, uint64_t
 	view_split(ino, &spec, &node);
 	if (pfs_ftable_get(fs->ft, node, &info) < 0)
 		return -ENOENT;
-	char *src = NULL;
-	int rc = pfs_views_size(fs->views, spec, ino, NULL, 0, size);
-	if (rc == -EAGAIN) { /* not known yet: needs the source */
-		rc = read_source(fs, node, &info, flags, &src);
-		if (rc == 0)
-			rc = pfs_views_size(fs->views, spec, ino, src, (size_t)info.size, size);
-		if (rc == -EIO || rc == -E2BIG) { /* the first time only */
-			char path[4096];
-			pfs_ftable_path(fs->ft, node, path, sizeof(path));
-			pfs_warn("view %s of '%s': %s", pfs_views_canon(fs->views, spec), path,
-				 rc == -E2BIG ? "more pixels than view_max_pixels" :
-				 "not a decodable JPEG");
-		}
-	}
-	free(src);
+	struct source c = {fs, node, &info, flags};
+	struct pfs_views_src src = {ino, info.size, read_source, &c};
+	int rc = pfs_views_size(fs->views, spec, &src, size);
+	if (rc == -EIO || rc == -E2BIG || rc == -EFBIG) /* -EIO, -E2BIG: once */
+		log_view(fs, spec, node, rc);
 	return rc;
 }
 
@@ -115,22 +127,12 @@ static int view_fill(void *p, void *buf, size_t len)
 	 * version of its source. */
 	if (fs->ssd && pfs_fsi_ssd_get(fs, c->node, path, 0, c->info.fp, buf, len) == 0)
 		return 0;
-	char *src;
-	rc = read_source(fs, c->node, &c->info, c->flags, &src);
+	struct source sc = {fs, c->node, &c->info, c->flags};
+	struct pfs_views_src src = {pfs_fsi_view_ino(c->spec, c->node), c->info.size,
+				    read_source, &sc};
+	rc = pfs_views_output(fs->views, c->spec, &src, buf, len);
 	if (rc < 0)
 		return rc;
-	void *out;
-	size_t out_len;
-	rc = pfs_views_apply(fs->views, c->spec, src, (size_t)c->info.size, &out, &out_len);
-	free(src);
-	if (rc < 0)
-		return rc;
-	if (out_len != len) {
-		free(out);
-		return -EIO; /* the size reported by stat must hold */
-	}
-	memcpy(buf, out, len);
-	free(out);
 	pfs_ftable_etag(fs->ft, c->node, etag);
 	if (fs->ssd && etag[0])
 		pfs_ssd_put(fs->ssd, path, 0, pfs_fsi_ssd_fp(fs, c->info.fp, etag), etag, buf, len);

@@ -326,28 +326,22 @@ void pfs_fsi_read_done(struct pfs_fs *fs, struct pfs_fsi_read *r, int rc)
 	free(r->buf);
 }
 
-int pfs_fsi_read_whole(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
-		       unsigned flags, uint64_t max, char **out)
+int pfs_fsi_read_head(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
+		      unsigned flags, void *buf, size_t len)
 {
-	if (info->size > max)
-		return -EFBIG;
-	char *buf = malloc(info->size ? info->size : 1);
-	if (!buf)
-		return -ENOMEM;
+	if (len > info->size)
+		return -EINVAL;
 	struct pfs_fsi_source src = {.ino = (uint64_t)node + 1, .size = info->size,
 				     .block = fs->block_size, .node = node, .fp = info->fp};
-	for (uint64_t b = 0; b * src.block < info->size; b++) {
+	for (uint64_t b = 0; b * src.block < len; b++) {
 		struct pfs_block *blk;
 		int rc = get_block(fs, &src, b, flags, &blk, NULL);
-		if (rc < 0) {
-			free(buf);
+		if (rc < 0)
 			return rc;
-		}
 		uint64_t boff = b * src.block;
-		memcpy(buf + boff, pfs_block_data(blk),
-		       (size_t)(info->size - boff < src.block ? info->size - boff : src.block));
+		memcpy((char *)buf + boff, pfs_block_data(blk),
+		       (size_t)(len - boff < src.block ? len - boff : src.block));
 		pfs_bcache_put(fs->cache, blk);
 	}
-	*out = buf;
 	return 0;
 }

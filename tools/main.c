@@ -359,8 +359,10 @@ int main(int argc, char **argv)
 		goto out_cache;
 	pfs_ctl_add_stats_source(pfs_bcache_collect, cache);
 	pfs_ctl_add_stats_source(pfs_epoch_collect, epoch);
-	if (pfs_views_create((unsigned)o.view_workers, o.view_max_pixels, &views) < 0)
+	if (pfs_views_create(&(struct pfs_views_opts){(unsigned)o.view_workers, o.view_max_pixels,
+						     o.view_max_source, o.view_memory}, &views) < 0)
 		goto out_cache;
+	pfs_ctl_add_stats_source(pfs_views_collect, views);
 	struct pfs_fs_conf conf = {ft, origin, cache, ssd, epoch, o.policy, views, o.block_size,
 				   shared};
 	if (pfs_fs_create(&conf, &fs) < 0)

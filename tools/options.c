@@ -153,6 +153,14 @@ static const struct key keys[] = {
 	 "a pixel count (width x height) like 64000000"},
 	{DOC("view_workers", "0", "N", "threads that decode and resize; 0: one per CPU"),
 	 S_VIEWS, K_UINT, OFF(view_workers), 0, 1024, "an integer from 0 (one per CPU) to 1024"},
+	{DOC("view_max_source", "64M", "SIZE",
+	     "largest JPEG a view transforms; a larger one: EFBIG (others pass through)"),
+	 S_VIEWS, K_SIZE, OFF(view_max_source), 4096, UINT64_MAX, "a size from 4K, like 64M"},
+	{DOC("view_memory", "0", "SIZE",
+	     "memory of the transforms running at once (sources, pixels, outputs); "
+	     "0: 2 x view_max_source"),
+	 S_VIEWS, K_SIZE, OFF(view_memory), 0, UINT64_MAX,
+	 "a size like 128M (at least view_max_source counts), or 0"},
 
 	{DOC("max_threads", "256", "N", "FUSE worker threads"),
 	 S_MOUNT, K_UINT, OFF(max_threads), 1, 100000, "an integer from 1 to 100000"},

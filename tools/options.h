@@ -68,6 +68,8 @@ struct pfs_opts {
 	/* [mount] */
 	uint64_t view_max_pixels; /* views: decompression-bomb limit, pixels */
 	uint64_t view_workers;   /* views: transform threads, 0 = one per CPU */
+	uint64_t view_max_source; /* views: largest source transformed, bytes */
+	uint64_t view_memory;    /* views: budget of transforms, 0 = 2 x max_source */
 	uint64_t max_threads;  /* FUSE worker threads */
 	enum pfs_log_level log_level; /* -d: debug, whatever this says */
 	int allow_other, default_permissions;

@@ -126,6 +126,95 @@ int pfs_view_output_size(const struct pfs_view_spec *s, const void *jpeg, size_t
 	return 0;
 }
 
+/* The SOFn markers: C0-CF but DHT (C4), JPG (C8) and DAC (CC). */
+static int is_sof(uint8_t m)
+{
+	return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+}
+
+/* Marker segments from SOI to the first SOS (see pfs_view_header_end); notes whether
+ * the frame is progressive and its number of components. */
+static int scan_markers(const uint8_t *p, size_t len, size_t *end, int *progressive,
+		int *ncomp)
+{
+	size_t i = 2;
+
+	if (len >= 2 && (p[0] != 0xFF || p[1] != 0xD8))
+		return -EIO;
+	for (;;) {
+		size_t seg;
+		uint8_t m;
+
+		if (i + 2 > len || p[i] != 0xFF)
+			return -EAGAIN;
+		m = p[i + 1];
+		if (m == 0xFF) {                        /* fill byte */
+			i++;
+			continue;
+		}
+		if (m == 0x01 || (m >= 0xD0 && m <= 0xD8)) {    /* no length */
+			i += 2;
+			continue;
+		}
+		if (m == 0xD9 || i + 4 > len)
+			return -EAGAIN;
+		seg = (size_t)p[i + 2] << 8 | p[i + 3];
+		if (seg < 2)
+			return -EAGAIN;
+		if (is_sof(m) && i + 10 <= len) {
+			*progressive = (m & 3) == 2;
+			*ncomp = p[i + 9];
+		}
+		if (m == 0xDA) {
+			if (i + 2 + seg > len)
+				return -EAGAIN;
+			*end = i + 2 + seg;
+			return 0;
+		}
+		i += 2 + seg;
+	}
+}
+
+int pfs_view_header_end(const void *jpeg, size_t len, size_t *end)
+{
+	int progressive = 0, ncomp = 0;
+
+	return scan_markers(jpeg, len, end, &progressive, &ncomp);
+}
+
+int pfs_view_work_bytes(const struct pfs_view_spec *s, const void *jpeg, size_t len,
+		uint64_t max_pixels, uint64_t *bytes)
+{
+	struct header hd;
+	struct pfs_view_geom g;
+	size_t end;
+	int progressive = 0, ncomp = 4, cmyk;
+	uint64_t rgb, canvas, tmp, coefs, decode, resample, encode = 0;
+	int rc = plan(s, jpeg, len, max_pixels, &hd, &g);
+
+	if (rc)
+		return rc;
+	(void)scan_markers(jpeg, len, &end, &progressive, &ncomp);
+	cmyk = hd.colorspace == TJCS_CMYK || hd.colorspace == TJCS_YCCK;
+	rgb = (uint64_t)g.dec_w * g.dec_h * (cmyk ? 4 : 3);
+	canvas = 256 + (uint64_t)g.out_w * g.out_h * 3;
+	/* resample.c: a temporary of copy_w x dec_h pixels; per output row and column its
+	 * bounds and about 2 x (dec/rs) + 3 int32 weights. */
+	tmp = g.resample ? (uint64_t)g.copy_w * g.dec_h * 3 : 0;
+	coefs = 32 * ((uint64_t)g.dec_w + g.dec_h + g.copy_w + g.copy_h);
+	/* libjpeg keeps every DCT coefficient of a progressive frame: 2 bytes per sample,
+	 * at most ncomp samples per pixel (no subsampling). */
+	decode = rgb + (progressive ? 2ull * (uint64_t)hd.w * (uint64_t)hd.h * (uint64_t)ncomp : 0);
+	resample = rgb + canvas + tmp + coefs;
+	if (s->fmt == PFS_VIEW_FMT_JPEG)
+		encode = canvas + tjBufSize((int)g.out_w, (int)g.out_h, TJSAMP_420);
+	*bytes = (decode > resample ? decode : resample);
+	if (encode > *bytes)
+		*bytes = encode;
+	*bytes += 256 << 10; /* libjpeg's own state and row buffers */
+	return 0;
+}
+
 /* Decodes to packed RGB at g->dec_w x g->dec_h into a new buffer. */
 static int decode_rgb(const void *jpeg, size_t len, const struct header *hd,
 		const struct pfs_view_geom *g, uint8_t **rgb)

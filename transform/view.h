@@ -112,6 +112,22 @@ int pfs_view_geometry(const struct pfs_view_spec *s, uint32_t w, uint32_t h,
 int pfs_view_output_size(const struct pfs_view_spec *s, const void *jpeg, size_t len,
 		uint64_t max_pixels, uint64_t *size);
 
+/* Where a JPEG's header ends: just past its first start-of-scan segment, all that
+ * pfs_view_output_size and pfs_view_work_bytes read (and so a prefix of the file that
+ * long answers them as the whole file does). Follows the marker segments from SOI:
+ * 0 and *end (<= len) when that segment lies within the len bytes given; -EAGAIN when
+ * more bytes are needed, or the markers cannot be followed (a stray byte, EOI first:
+ * ask again with the whole file, which gives the answer); -EIO: no SOI marker. */
+int pfs_view_header_end(const void *jpeg, size_t len, size_t *end);
+
+/* The most bytes pfs_view_apply holds at once besides its input, from the header alone
+ * (as pfs_view_output_size; jpeg may be a prefix through pfs_view_header_end): decoded
+ * pixels, libjpeg's whole-image coefficients of a progressive JPEG, the resample
+ * temporary and coefficients, the output canvas, the encoder's buffer. An upper bound,
+ * for a memory budget. Errors as pfs_view_output_size, never -EAGAIN. */
+int pfs_view_work_bytes(const struct pfs_view_spec *s, const void *jpeg, size_t len,
+		uint64_t max_pixels, uint64_t *bytes);
+
 /* The transform. On 0, *out is a new malloc'd buffer of *out_len bytes that the caller
  * frees with free(). On error *out is NULL. -EIO: not a JPEG, corrupt or truncated (a
  * TurboJPEG warning counts as an error); -E2BIG: over max_pixels (checked before

@@ -56,7 +56,7 @@ static void setup(void)
 			abort();
 	if (pfs_ftable_add(ft, "empty", 1, 0, 0, NULL) || pfs_ftable_finish(ft) ||
 	    pfs_epoch_create(pfs_ftable_count(ft), &ep) ||
-	    pfs_views_create(1, 1u << 20, &views))
+	    pfs_views_create(&(struct pfs_views_opts){1, 1u << 20, 0, 0}, &views))
 		abort();
 	/* Kept for the process's life: libFuzzer runs inputs in one process. */
 }

@@ -136,6 +136,8 @@ static inline void assert_same_settings(const struct pfs_opts *a, const struct p
 	SAME(origin_bandwidth);
 	SAME(view_max_pixels);
 	SAME(view_workers);
+	SAME(view_max_source);
+	SAME(view_memory);
 	SAME(max_threads);
 	SAME(allow_other);
 	SAME(default_permissions);

@@ -110,6 +110,7 @@ static void test_table_sections(void **state)
 		{"prefetch_window", "prefetch"}, {"prefetch_ram_share", "prefetch"},
 		{"origin_bandwidth", "prefetch"},
 		{"view_max_pixels", "views"}, {"view_workers", "views"},
+		{"view_max_source", "views"}, {"view_memory", "views"},
 		{"max_threads", "mount"}, {"allow_other", "mount"},
 		{"default_permissions", "mount"}, {"log_level", "mount"},
 	};

@@ -151,7 +151,7 @@ static int setup(void **state)
 		assert_int_equal(pfs_ftable_add(ft, files[i], 0, 5000, 0, NULL), 0);
 	assert_int_equal(pfs_ftable_add(ft, "emptydir", 1, 0, 0, NULL), 0);
 	assert_int_equal(pfs_ftable_finish(ft), 0);
-	assert_int_equal(pfs_views_create(1, 1u << 20, &views), 0);
+	assert_int_equal(pfs_views_create(&(struct pfs_views_opts){1, 1u << 20, 0, 0}, &views), 0);
 	n_x = node("a/x.jpg");
 	n_y = node("a/y.txt");
 	n_d = node("b/c/d.JPEG");

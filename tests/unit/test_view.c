@@ -377,6 +377,100 @@ static void test_apply_shapes(void **state)
 	}
 }
 
+/* Sizing from the header alone (what fs/views.c does with a prefix of the source): for
+ * every spec form above, the size from the bytes through the first SOS equals the length
+ * of the real output, and so does the memory estimate from the whole file; one byte
+ * fewer asks for more. Baseline and progressive, every sampling, and a file with a
+ * 60 KB APP segment in front (a prefix of 64 KiB then holds the whole header only just). */
+static unsigned char *with_app(const unsigned char *j, unsigned long len, size_t app,
+		unsigned long *out_len)
+{
+	unsigned char *o = malloc(len + 4 + app);
+
+	assert_non_null(o);
+	memcpy(o, j, 2);
+	o[2] = 0xFF;
+	o[3] = 0xE5;
+	o[4] = (unsigned char)((app + 2) >> 8);
+	o[5] = (unsigned char)(app + 2);
+	memset(o + 6, 0xAB, app);
+	memcpy(o + 6 + app, j + 2, len - 2);
+	*out_len = len + 4 + app;
+	return o;
+}
+
+static void test_header_prefix(void **state)
+{
+	static const char *const specs[] = {
+		"decode", "fmt=npy", "resize=10", "resize=10,fast", "resize=50x7", "crop=5x100",
+		"resize=30,crop=20,fmt=npy", "resize=30,crop=20,fmt=jpeg,q=50", "fmt=jpeg",
+		"resize=256,crop=224", "crop=224,fast,resize=256",
+	};
+	static const int samps[] = { TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_GRAY };
+	(void)state;
+	for (int k = 0; k < 3 * 4; k++) {
+		unsigned long len, len0;
+		unsigned char *j0 = make_jpeg(37, 23, samps[k % 4], &len0), *j = j0;
+		size_t end = 0, end2;
+		uint64_t work_whole, work_head;
+
+		if (k / 4 == 1) {       /* progressive */
+			unsigned char *rgb;
+			int w = 37, h = 23;
+			tjhandle tj = tjInitDecompress();
+
+			rgb = malloc((size_t)w * h * 3);
+			assert_int_equal(tjDecompress2(tj, j0, len0, rgb, w, 0, h, TJPF_RGB, 0), 0);
+			tjDestroy(tj);
+			tj = tjInitCompress();
+			j = NULL;
+			len = 0;
+			assert_int_equal(tjCompress2(tj, rgb, w, 0, h, TJPF_RGB, &j, &len, samps[k % 4],
+					85, TJFLAG_PROGRESSIVE), 0);
+			tjDestroy(tj);
+			free(rgb);
+		} else if (k / 4 == 2) {
+			j = with_app(j0, len0, 60000, &len);
+		} else {
+			len = len0;
+		}
+		assert_int_equal(pfs_view_header_end(j, len, &end), 0);
+		assert_true(end > 20 && end < len);
+		assert_int_equal(pfs_view_header_end(j, end - 1, &end2), -EAGAIN);
+		assert_int_equal(pfs_view_header_end(j, 1, &end2), -EAGAIN);
+		for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+			struct pfs_view_spec s = spec_of(specs[i]);
+			uint64_t size = 0;
+			void *out;
+			size_t out_len;
+
+			assert_int_equal(pfs_view_apply(&s, j, len, MAXPIX, &out, &out_len), 0);
+			if (s.fmt == PFS_VIEW_FMT_JPEG) {
+				assert_int_equal(pfs_view_output_size(&s, j, end, MAXPIX, &size), -EAGAIN);
+			} else {
+				assert_int_equal(pfs_view_output_size(&s, j, end, MAXPIX, &size), 0);
+				assert_int_equal(size, out_len);
+			}
+			assert_int_equal(pfs_view_work_bytes(&s, j, end, MAXPIX, &work_head), 0);
+			assert_int_equal(pfs_view_work_bytes(&s, j, len, MAXPIX, &work_whole), 0);
+			assert_int_equal(work_head, work_whole);
+			assert_true(work_head >= out_len);
+			free(out);
+		}
+		if (j != j0) {
+			if (k / 4 == 1)
+				tjFree(j);
+			else
+				free(j);
+		}
+		tjFree(j0);
+	}
+	{
+		size_t end;
+		assert_int_equal(pfs_view_header_end("GIF89a", 6, &end), -EIO);
+	}
+}
+
 /* numpy.save(np.zeros((2, 3, 3), np.uint8)), first 128 bytes (numpy 1.24.2). */
 static void test_npy_header(void **state)
 {
@@ -522,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_geometry_crop),
 		cmocka_unit_test(test_geometry_fast),
 		cmocka_unit_test(test_apply_shapes),
+		cmocka_unit_test(test_header_prefix),
 		cmocka_unit_test(test_npy_header),
 		cmocka_unit_test(test_crop_padding),
 		cmocka_unit_test(test_bomb),
