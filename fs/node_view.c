@@ -19,6 +19,7 @@
 #include "views.h"
 #include "../catalog/listing.h"
 #include "../cache/ssd.h"
+#include "../transform/view.h"
 #include "../util/log.h"
 
 #define VIEW_BASE (1ull << 48)
@@ -123,9 +124,11 @@ static int view_fill(void *p, void *buf, size_t len)
 		     rel) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	/* A stored output counts only if made from the source's pinned
-	 * version (or it pins its own): a view never mixes with another
-	 * version of its source. */
-	if (fs->ssd && pfs_fsi_ssd_get(fs, c->node, path, 0, c->info.fp, buf, len) == 0)
+	 * version (or it pins its own) by these transforms: a view never
+	 * mixes with another version of its source, nor with another
+	 * decoder's output. */
+	uint64_t fp = c->info.fp ^ (pfs_view_version() * 0x9e3779b97f4a7c15ull);
+	if (fs->ssd && pfs_fsi_ssd_get(fs, c->node, path, 0, fp, buf, len) == 0)
 		return 0;
 	struct source sc = {fs, c->node, &c->info, c->flags};
 	struct pfs_views_src src = {pfs_fsi_view_ino(c->spec, c->node), c->info.size,
@@ -135,7 +138,7 @@ static int view_fill(void *p, void *buf, size_t len)
 		return rc;
 	pfs_ftable_etag(fs->ft, c->node, etag);
 	if (fs->ssd && etag[0])
-		pfs_ssd_put(fs->ssd, path, 0, pfs_fsi_ssd_fp(fs, c->info.fp, etag), etag, buf, len);
+		pfs_ssd_put(fs->ssd, path, 0, pfs_fsi_ssd_fp(fs, fp, etag), etag, buf, len);
 	return 0;
 }
 

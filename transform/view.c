@@ -27,7 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jconfig.h> /* LIBJPEG_TURBO_VERSION_NUMBER */
 #include <turbojpeg.h>
+
+#define PFS_VIEW_TRANSFORM_VERSION 1
+
+uint64_t pfs_view_version(void)
+{
+	return (uint64_t)PFS_VIEW_TRANSFORM_VERSION << 32 | (uint64_t)LIBJPEG_TURBO_VERSION_NUMBER;
+}
 
 struct header {
 	int w, h, subsamp, colorspace;

@@ -128,6 +128,13 @@ int pfs_view_header_end(const void *jpeg, size_t len, size_t *end);
 int pfs_view_work_bytes(const struct pfs_view_spec *s, const void *jpeg, size_t len,
 		uint64_t max_pixels, uint64_t *bytes);
 
+/* What an output depends on besides its source and its spec: the version
+ * of these transforms (PFS_VIEW_TRANSFORM_VERSION, raised whenever an
+ * output's bytes may change) and of the libjpeg-turbo they were built with.
+ * Stored outputs (the SSD tier) are keyed by it, so an upgrade of either
+ * never serves an output the new code would not make. */
+uint64_t pfs_view_version(void);
+
 /* The transform. On 0, *out is a new malloc'd buffer of *out_len bytes that the caller
  * frees with free(). On error *out is NULL. -EIO: not a JPEG, corrupt or truncated (a
  * TurboJPEG warning counts as an error); -E2BIG: over max_pixels (checked before
