@@ -522,6 +522,11 @@ int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	/* Said before the writer starts: a layout sweep publishes new counts
+	 * at once. */
+	pfs_info("ssd_dir %s: %llu entries, %llu of %llu bytes", s->dir,
+		 (unsigned long long)s->st_entries, (unsigned long long)s->st_bytes,
+		 (unsigned long long)s->budget);
 	if ((rc = -pthread_create(&s->writer, NULL, ssd_writer_main, s)))
 		goto fail;
 	s->writer_started = 1;
@@ -529,9 +534,6 @@ int pfs_ssd_open(const struct pfs_ssd_opts *o, struct pfs_ssd **out)
 	 * buffers it frees at once when it has written a batch, kept idle for
 	 * the next fills instead of unmapped (bufpool.h). */
 	pfs_bufpool_lend(s->queue_max);
-	pfs_info("ssd_dir %s: %llu entries, %llu of %llu bytes", s->dir,
-		 (unsigned long long)s->st_entries, (unsigned long long)s->st_bytes,
-		 (unsigned long long)s->budget);
 	*out = s;
 	return 0;
 early:

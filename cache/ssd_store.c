@@ -298,7 +298,7 @@ static int evict_one(struct pfs_ssd *s, MDB_txn *txn, struct batch *b, uint64_t 
 
 /* Up to SSD_SWEEP_BATCH entries of another layout, oldest first; the
  * sweep ends (meta "sweep_below" 0) at the first entry that is not. */
-static int sweep(struct pfs_ssd *s, MDB_txn *txn, struct batch *b)
+static int sweep_layout(struct pfs_ssd *s, MDB_txn *txn, struct batch *b)
 {
 	uint64_t below = pfs_load(&s->sweep_below);
 	if (!below)
@@ -366,7 +366,7 @@ static int phase_a(struct pfs_ssd *s, struct item *items, struct touch *touches,
 
 	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)))
 		return ssd_mdb_err(rc);
-	if ((rc = sweep(s, txn, b)))
+	if ((rc = sweep_layout(s, txn, b)))
 		goto abort;
 	for (struct touch *t = touches; t; t = t->next)
 		if ((rc = touch_one(s, txn, b, t)))
