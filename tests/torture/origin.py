@@ -37,7 +37,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs, quote, unquote
 from xml.sax.saxutils import escape
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
@@ -48,6 +48,7 @@ PREFIX = "ds"
 VALIDATORS = ("etag", "lastmod", "none")
 FLAVOURS = ("http", "s3")
 FAULT_KINDS = ("500", "503", "429", "reset", "half", "stall")
+LISTINGS = ("manifest", "autoindex")  # HTTP: prestofs.manifest, or nginx-like HTML pages
 
 
 @dataclass
@@ -73,8 +74,10 @@ class VersionedOrigin(httpbase.Service):
     thread_name = "torture-origin"
 
     def __init__(self, flavour="http", validator="etag", norange=False,
-                 stall_s=2.0, host="127.0.0.1"):
+                 stall_s=2.0, host="127.0.0.1", listing="manifest"):
         super().__init__(host)
+        assert listing in LISTINGS
+        self.listing = listing
         assert flavour in FLAVOURS and validator in VALIDATORS
         self.flavour = flavour
         self.validator = validator
@@ -160,7 +163,9 @@ class VersionedOrigin(httpbase.Service):
                 return httpbase.send_not_found(h, method)
             name = path[len(BUCKET) + len(PREFIX) + 2:]
         else:
-            if path == f"{PREFIX}/prestofs.manifest":
+            if self.listing == "autoindex" and (path == PREFIX or path.endswith("/")):
+                return self._serve_index(h, method, path.rstrip("/"))
+            if path == f"{PREFIX}/prestofs.manifest" and self.listing == "manifest":
                 with self._lock:
                     self.manifest_gets += 1
                     self.counts["list"] += 1
@@ -241,6 +246,37 @@ class VersionedOrigin(httpbase.Service):
         for d in sorted(dirs):
             lines.append(f"{d}\t0\t0\t-")
         return ("\n".join(lines) + "\n").encode()
+
+    def _serve_index(self, h, method, path):
+        """An nginx autoindex page (exact sizes, minute-resolution dates) of
+        the directory `path` ("ds" or "ds/a/b"); 404 when it holds nothing."""
+        with self._lock:
+            self.counts["list"] += 1
+        rel = path[len(PREFIX):].lstrip("/")
+        base = rel + "/" if rel else ""
+        files, dirs = {}, set()
+        for name, v in self._entries():
+            if not name.startswith(base):
+                continue
+            rest = name[len(base):]
+            if "/" in rest:
+                dirs.add(rest.split("/", 1)[0])
+            else:
+                files[rest] = v
+        if not files and not dirs and rel:
+            return httpbase.send_not_found(h, method)
+        lines = [f"<html><head><title>Index of /{path}/</title></head><body>",
+                 f"<h1>Index of /{path}/</h1><hr><pre><a href=\"../\">../</a>"]
+        for d in sorted(dirs):
+            lines.append(f'<a href="{quote(d)}/">{escape(d)}/</a>'
+                         f'{" " * 20}01-Jan-2024 00:00{" " * 20}-')
+        for n, v in sorted(files.items()):
+            when = time.strftime("%d-%b-%Y %H:%M", time.gmtime(v.lastmod))
+            lines.append(f'<a href="{quote(n)}">{escape(n)}</a>'
+                         f'{" " * 20}{when}{" " * 10}{len(v.data)}')
+        lines.append("</pre><hr></body></html>")
+        body = ("\n".join(lines) + "\n").encode()
+        httpbase.send(h, 200, [("Content-Type", "text/html")], body, method)
 
     def _serve_list(self, h, method, q):
         with self._lock:

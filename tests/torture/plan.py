@@ -82,10 +82,19 @@ def make_world(rng):
             "stall_s": 2.5}
 
 
+def draw_listing(seed, world):
+    """The HTTP listing source, drawn apart from the rest (so adding it left
+    every other draw of a seed as it was)."""
+    r = random.Random(f"{seed}:listing")
+    world["listing"] = "manifest" if world["flavour"] == "s3" else \
+        r.choice(["manifest", "manifest", "autoindex"])
+
+
 def make_plan(seed, nsteps=40):
     """(world, steps) of a seed."""
     rng = random.Random(seed)
     world = make_world(rng)
+    draw_listing(seed, world)
     names = sorted(world["files"])
     plain = [n for n in names if n not in JPEG_NAMES]
     steps = []

@@ -156,7 +156,9 @@ class Runner:
     def setup(self):
         w = self.world
         self.origin = torigin.VersionedOrigin(w["flavour"], w["validator"],
-                                              stall_s=w["stall_s"]).start()
+                                              stall_s=w["stall_s"],
+                                              listing=w.get("listing", "manifest")).start()
+        self.stats[f"world:{w['flavour']}/{w['validator']}/{w.get('listing', 'manifest')}"] += 1
         for name, v in sorted(w["files"].items()):
             if name in tplan.JPEG_NAMES:
                 self.origin.put(name, jpeg(self.seed, name, 0, v == 1))
@@ -353,8 +355,10 @@ class Runner:
             b += 132 * MiB
         if o.get("shared") and self.mc:
             b += 64 * MiB + 33 * bs
-        # Views: up to one source and one output per view worker (2 CPUs).
-        b += 2 * (2 * MiB + 4 * MiB)
+        # Views: view_memory (2 x view_max_source = 128 MiB by default), or
+        # the largest single job when it alone is more (not here: the
+        # largest JPEG is ~1.2 MB, 1 Mpixel).
+        b += 128 * MiB
         return int(b * self.factor)
 
     def unmount(self):
@@ -784,8 +788,10 @@ class Totals:
                                       if k.startswith("step:")))
         print("reads:   " + ", ".join(f"{k[5:]} {v}" for k, v in sorted(self.stats.items())
                                       if k.startswith("read:")))
+        print("worlds:  " + ", ".join(f"{k[6:]} {v}" for k, v in sorted(self.stats.items())
+                                      if k.startswith("world:")))
         print("outcomes:" + ", ".join(f" {k} {v}" for k, v in sorted(self.stats.items())
-                                      if not k.startswith(("step:", "read:"))))
+                                      if not k.startswith(("step:", "read:", "world:"))))
         print("options drawn (per mount):")
         for k in sorted({k.split("=")[0] for k in self.optvals}):
             vals = [f"{kv.split('=', 1)[1]} {n}" for kv, n in sorted(self.optvals.items())
