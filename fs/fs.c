@@ -410,10 +410,9 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 	struct pfs_block *b;
 	int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, blk, len, info.size,
 				PFS_BCACHE_PREFETCH, pfs_fsi_fill_block, &c, &b);
-	if (rc == 0) {
-		pfs_fsi_ssd_put_block(fs, &c, b);
+	pfs_fsi_fill_done(fs, &c, rc, rc == 0 ? b : NULL);
+	if (rc == 0)
 		pfs_bcache_put(fs->cache, b);
-	}
 	return rc;
 }
 

@@ -28,6 +28,7 @@
 #include "../cache/policy.h"
 #include "../cache/ssd.h"
 #include "../cache/shared.h"
+#include "../origin/origin.h"
 #include "../prefetch/prefetch.h"
 
 struct pfs_origin;
@@ -122,7 +123,7 @@ struct pfs_fsi_fill {
 	int in_ssd;                 /* set by the fill: found in or queued for
 				     * the SSD tier */
 	int from_origin;            /* set by the fill: fetched from the origin */
-	int defer_ssd;              /* leave the SSD put to pfs_fsi_ssd_put_block */
+	int defer_ssd;              /* leave the SSD put to pfs_fsi_fill_done */
 	int ssd_pending;            /* set by the fill: that put is due */
 	char v[PFS_SSD_ETAG_MAX];   /* ssd_pending, shared_pending: the
 				     * validator to store */
@@ -130,6 +131,8 @@ struct pfs_fsi_fill {
 				     * (with defer_ssd), of shared_key */
 	int shared_unlock;          /* with shared_pending: release its lock */
 	struct pfs_shared_key shared_key;
+	struct pfs_origin_spill spill; /* set by the fill (with defer_ssd): the
+				     * rest of a whole-object answer */
 };
 /* A RAM miss: the SSD tier, else the shared tier, else the origin, under
  * the file's pinned version (a pfs_bcache_fill_fn; p: struct
@@ -140,8 +143,12 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len);
  * origin or the shared tier: block b goes to the SSD tier, and (from the
  * origin) to the shared tier, without a copy (each tier's writer holds
  * b's data until it is written, pfs_bcache_hold). Call while holding b,
- * after a get that succeeded; nothing to do when no put is due. */
-void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b);
+ * after a get that succeeded; nothing to do when no put is due. The rest
+ * of a whole-object answer (c->spill) goes to the RAM tier while it has
+ * room (as prefetched blocks) and to the SSD tier; freed in any case.
+ * Call after every get with such a fill: rc is the get's, b its block
+ * (NULL when rc < 0). */
+void pfs_fsi_fill_done(struct pfs_fs *fs, struct pfs_fsi_fill *c, int rc, struct pfs_block *b);
 /* The fingerprint an SSD entry fetched under validator v is stored and
  * looked up with. An object without a validator ("-") can change at the
  * same size with nothing to show it, so its entries hold for this mount

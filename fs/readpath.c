@@ -92,7 +92,10 @@ static int fill_from_origin(struct pfs_fsi_fill *c, const char *path, void *buf,
 	int rc = -EIO;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		pfs_ftable_etag(c->fs->ft, c->node, v);
-		rc = pfs_origin_read(c->fs->origin, path, c->size, c->off, len, buf, v);
+		/* With defer_ssd the caller's pfs_fsi_fill_done keeps the rest of
+		 * a whole-object answer. */
+		rc = pfs_origin_read_spill(c->fs->origin, path, c->size, c->off, len, buf, v,
+					   c->defer_ssd ? &c->spill : NULL);
 		if (rc < 0)
 			break;
 		rc = pfs_ftable_set_etag(c->fs->ft, c->node, v);
@@ -219,7 +222,48 @@ int pfs_fsi_fill_block(void *p, void *buf, size_t len)
 	return rc;
 }
 
-void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b)
+struct spill_fill {
+	const char *data;
+};
+
+static int copy_spill(void *p, void *buf, size_t len)
+{
+	memcpy(buf, ((struct spill_fill *)p)->data, len);
+	return 0;
+}
+
+/* The rest of a whole-object answer, block by block (a partial block that
+ * is not the file's last is left out): into the RAM tier as a prefetch
+ * (kept only while it has room), and queued for the SSD tier (a copy,
+ * refused when its queue is full). Same version as the block just filled:
+ * the answer's validator and length were checked, and c->v holds it. */
+static void keep_spill(struct pfs_fs *fs, struct pfs_fsi_fill *c)
+{
+	const struct pfs_origin_spill *sp = &c->spill;
+	uint64_t bs = fs->block_size, end = sp->off + sp->len;
+	char path[4096];
+	int have_path = pfs_ftable_path(fs->ft, c->node, path, sizeof(path)) == 0;
+	for (uint64_t off = sp->off; off < end && off < c->size; off += bs) {
+		size_t blen = (size_t)(c->size - off < bs ? c->size - off : bs);
+		if (off + blen > end)
+			break;
+		const char *data = sp->data + (off - sp->off);
+		uint64_t blk = off / bs;
+		struct spill_fill f = {data};
+		struct pfs_block *b;
+		if (!pfs_bcache_contains(fs->cache, (uint64_t)c->node + 1, blk) &&
+		    pfs_bcache_get(fs->cache, (uint64_t)c->node + 1, blk, blen, c->size,
+				   PFS_BCACHE_PREFETCH, copy_spill, &f, &b) == 0) {
+			pfs_stat_add(origin_range_ignored_kept, 1);
+			pfs_bcache_put(fs->cache, b);
+		}
+		if (fs->ssd && have_path)
+			pfs_ssd_put(fs->ssd, path, blk, pfs_fsi_ssd_fp(fs, c->fp, c->v), c->v, data,
+				    blen);
+	}
+}
+
+static void ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs_block *b)
 {
 	char path[4096];
 	if (c->shared_pending) {
@@ -238,6 +282,15 @@ void pfs_fsi_ssd_put_block(struct pfs_fs *fs, struct pfs_fsi_fill *c, struct pfs
 				    pfs_fsi_ssd_fp(fs, c->fp, c->v), c->v,
 				    pfs_block_data(b), pfs_block_len(b), pfs_bcache_release,
 				    b) == 0;
+}
+
+void pfs_fsi_fill_done(struct pfs_fs *fs, struct pfs_fsi_fill *c, int rc, struct pfs_block *b)
+{
+	if (rc == 0)
+		ssd_put_block(fs, c, b);
+	if (rc == 0 && c->spill.len)
+		keep_spill(fs, c);
+	pfs_origin_spill_free(&c->spill);
 }
 
 int pfs_fsi_ssd_put_warm(struct pfs_fs *fs, const char *path, uint64_t blk, uint64_t fp,
@@ -266,8 +319,7 @@ static int get_block(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64
 				  .fp = src->fp, .defer_ssd = 1};
 	int rc = pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags,
 				pfs_fsi_fill_block, &c, out);
-	if (rc == 0)
-		pfs_fsi_ssd_put_block(fs, &c, *out);
+	pfs_fsi_fill_done(fs, &c, rc, rc == 0 ? *out : NULL);
 	if (missed)
 		*missed = c.called;
 	return rc;

@@ -10,7 +10,8 @@
 struct pfs_origin_ops {
 	int (*list)(struct pfs_origin *o, pfs_list_fn fn, void *ctx);
 	int (*read)(struct pfs_origin *o, const char *path, uint64_t size,
-		    uint64_t off, size_t len, void *buf, char *etag);
+		    uint64_t off, size_t len, void *buf, char *etag,
+		    struct pfs_origin_spill *spill); /* spill may be NULL */
 	void (*destroy)(struct pfs_origin *o);
 };
 

@@ -176,8 +176,10 @@ static void make_etag(const struct stat *st, char *out)
 }
 
 static int file_read(struct pfs_origin *o, const char *path, uint64_t size,
-		     uint64_t off, size_t len, void *buf, char *etag)
+		     uint64_t off, size_t len, void *buf, char *etag,
+		     struct pfs_origin_spill *spill)
 {
+	(void)spill; /* a local file is read by range */
 	struct file_origin *fo = (struct file_origin *)o;
 	int rc = 0;
 	pfs_stat_add(origin_requests, 1);

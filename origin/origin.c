@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "backend.h"
+#include "xfer.h"
 #include "../util/atomic.h"
 #include "../util/log.h"
 
@@ -61,12 +62,24 @@ int pfs_origin_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 	return o->ops->list(o, list_entry, &f);
 }
 
-int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
-		    uint64_t off, size_t len, void *buf, char *etag)
+int pfs_origin_read_spill(struct pfs_origin *o, const char *path, uint64_t size,
+			  uint64_t off, size_t len, void *buf, char *etag,
+			  struct pfs_origin_spill *spill)
 {
 	if (len == 0 || off > size || len > size - off)
 		return -EINVAL;
-	return o->ops->read(o, path, size, off, len, buf, etag);
+	return o->ops->read(o, path, size, off, len, buf, etag, spill);
+}
+
+int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
+		    uint64_t off, size_t len, void *buf, char *etag)
+{
+	return pfs_origin_read_spill(o, path, size, off, len, buf, etag, NULL);
+}
+
+void pfs_origin_spill_free(struct pfs_origin_spill *s)
+{
+	pfs_xfer_spill_release(s);
 }
 
 void pfs_origin_stop(struct pfs_origin *o)

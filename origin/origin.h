@@ -47,6 +47,21 @@ void pfs_origin_destroy(struct pfs_origin *o);
  * malformed listing or manifest is logged with its location. */
 int pfs_origin_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx);
 
+/* The rest of a whole-object answer to a ranged GET (a server that ignores
+ * Range): bytes [off, off + len) of the object, of the same version as the
+ * read that returned them (its validator and length were checked). Zero it
+ * before use; data is NULL when there is none. Owned by the caller, who
+ * frees it with pfs_origin_spill_free() (which also gives its bytes back
+ * to the process-wide bound, PFS_ORIGIN_SPILL_TOTAL). */
+struct pfs_origin_spill {
+	uint64_t off;
+	size_t len, cap;
+	char *data;
+};
+#define PFS_ORIGIN_SPILL_MAX (16u << 20)   /* bytes kept after one read */
+#define PFS_ORIGIN_SPILL_TOTAL (64u << 20) /* all spills held at once */
+void pfs_origin_spill_free(struct pfs_origin_spill *s);
+
 /* Reads exactly `len` bytes at `off` of object `path`, whose size from the
  * listing is `size` (off + len <= size, len > 0). `etag` is an in/out
  * buffer of PFS_ETAG_MAX bytes holding a validator (origin/validator.h):
@@ -57,6 +72,13 @@ int pfs_origin_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx);
  * than `size` is -ESTALE too. Never returns a short read. */
 int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
 		    uint64_t off, size_t len, void *buf, char *etag);
+/* As pfs_origin_read; when the server answers with the whole object, the
+ * bytes that follow the asked range (block-aligned when the range is, up
+ * to PFS_ORIGIN_SPILL_MAX, while the process-wide bound allows) are kept
+ * in *spill rather than thrown away: the caller may cache them. */
+int pfs_origin_read_spill(struct pfs_origin *o, const char *path, uint64_t size,
+			  uint64_t off, size_t len, void *buf, char *etag,
+			  struct pfs_origin_spill *spill);
 
 /* The daemon is stopping (any thread, once its FUSE loop ended): requests
  * in flight end within about a second, nothing is retried, and reads fail

@@ -49,6 +49,18 @@ struct pfs_xfer {
 	const int *stop;        /* pfs_xfer_opts.stop; read atomically */
 };
 
+/* Bytes held by every spill at once (PFS_ORIGIN_SPILL_TOTAL). */
+static uint64_t spill_held;
+
+void pfs_xfer_spill_release(struct pfs_origin_spill *s)
+{
+	if (!s || !s->data)
+		return;
+	free(s->data);
+	pfs_sub(&spill_held, s->cap);
+	*s = (struct pfs_origin_spill){0};
+}
+
 static int stopping(const struct pfs_xfer *x)
 {
 	return x->stop && pfs_load(x->stop);
@@ -75,6 +87,7 @@ struct req {
 	uint64_t pos;         /* a 200 (whole object): its bytes seen so far */
 	uint64_t skipped;     /* a 200: bytes outside [off, off + want) */
 	int whole_done;       /* a 200: the asked part is in; the rest was cut */
+	struct pfs_origin_spill *spill; /* a 200: where the bytes after it go */
 	/* REQ_GET: growing buffer up to cap */
 	char *body;
 	size_t body_cap, limit;
@@ -213,6 +226,24 @@ static void handle_put(struct pfs_xfer *x, CURL *h)
 	pthread_mutex_unlock(&x->pool_lock);
 }
 
+/* Room for the bytes after [off, off + want) of a whole-object answer:
+ * as many as PFS_ORIGIN_SPILL_MAX and what is left of the process-wide
+ * bound allow (0: none, the rest is cut as before). */
+static void spill_open(struct req *r)
+{
+	uint64_t end = r->off + r->want, rest = r->size - end;
+	size_t cap = rest < PFS_ORIGIN_SPILL_MAX ? (size_t)rest : PFS_ORIGIN_SPILL_MAX;
+	if (!cap || pfs_add(&spill_held, cap) > PFS_ORIGIN_SPILL_TOTAL ||
+	    !(r->spill->data = malloc(cap))) {
+		pfs_sub(&spill_held, cap);
+		r->spill = NULL;
+		return;
+	}
+	r->spill->off = end;
+	r->spill->cap = cap;
+	r->spill->len = 0;
+}
+
 /* A 200 to a ranged GET carries the whole object (python's http.server,
  * some CDNs for small objects): keep [off, off + want) of it, count the
  * rest, and end the transfer once the asked part is in (whole_done) when
@@ -235,6 +266,19 @@ static size_t on_whole_body(struct req *r, const char *data, size_t n)
 		r->skipped += n - (size_t)(to - from);
 	} else {
 		r->skipped += n;
+	}
+	if (b > end && r->spill && !r->spill->data)
+		spill_open(r);
+	if (b > end && r->spill) { /* kept for the caller's cache */
+		struct pfs_origin_spill *s = r->spill;
+		uint64_t from = a > end ? a : end, to = b < s->off + s->cap ? b : s->off + s->cap;
+		if (to > from) {
+			memcpy(s->data + (from - s->off), data + (from - a), (size_t)(to - from));
+			s->len = (size_t)(to - s->off);
+			r->skipped -= to - from;
+		}
+		if (b < s->off + s->cap)
+			return n;
 	}
 	if (b > end && cl >= 0) {
 		r->whole_done = 1;
@@ -358,7 +402,8 @@ static void log_url(const char *url, char *out, size_t cap)
 	pfs_url_redact(url, out, cap);
 }
 
-/* A whole-object answer to a ranged GET: counted, said once per origin. */
+/* A whole-object answer to a ranged GET: counted (with its bytes neither
+ * asked for nor kept), said once per origin. */
 static void note_whole_answers(struct pfs_xfer *x, const char *url, uint64_t skipped)
 {
 	pfs_stat_add(origin_range_ignored, 1);
@@ -439,7 +484,8 @@ static void log_stale(const char *url, const struct req *r, uint64_t size, long 
 }
 
 int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
-		       uint64_t off, size_t len, void *buf, char *etag)
+		       uint64_t off, size_t len, void *buf, char *etag,
+		       struct pfs_origin_spill *spill)
 {
 	throttle(x, len);
 	char range[64], got[PFS_ETAG_MAX] = "";
@@ -462,8 +508,9 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			rc = -ENOMEM;
 			goto out;
 		}
+		pfs_xfer_spill_release(spill); /* an attempt before: not trusted */
 		r = (struct req){.kind = REQ_RANGE, .dst = buf, .want = len, .off = off,
-				 .size = size};
+				 .size = size, .spill = spill};
 		pfs_resp_init(&r.resp);
 		setup(x, h, url, &r);
 		curl_easy_setopt(h, CURLOPT_RANGE, range);
@@ -478,7 +525,7 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		handle_put(x, h);
-		if (r.skipped)
+		if (status == 200 && (off != 0 || len != size))
 			note_whole_answers(x, url, r.skipped);
 		if (status == 200 && r.resp.content_length < 0 && !r.overflow)
 			r.resp.content_length = (int64_t)r.pos; /* the length received */
@@ -529,6 +576,8 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 	}
 out:
 	curl_slist_free_all(hdrs);
+	if (rc < 0)
+		pfs_xfer_spill_release(spill);
 	return rc;
 }
 

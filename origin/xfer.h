@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "origin.h" /* struct pfs_origin_spill */
+
 struct pfs_xfer_opts {
 	double timeout; /* seconds per attempt */
 	int retries;    /* attempts after the first */
@@ -36,10 +38,18 @@ void pfs_xfer_destroy(struct pfs_xfer *x);
 
 /* GET bytes [off, off+len) of the object at url (already escaped), whose
  * size is `size`. Accepts 206 with a Content-Range naming exactly that
- * range and total `size`, or 200 with exactly `size` bytes when the range
- * is the whole object. `etag` as in pfs_origin_read(). */
+ * range and total `size`, or 200 with the whole object (a server that
+ * ignores Range: the asked part is cut from it; see respcheck.h). `etag`
+ * as in pfs_origin_read(). spill (may be NULL; zeroed by the caller): on
+ * a 200, the bytes after the asked range are kept there as far as
+ * PFS_ORIGIN_SPILL_MAX and the process-wide PFS_ORIGIN_SPILL_TOTAL allow;
+ * on any error it is left empty. */
 int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
-		       uint64_t off, size_t len, void *buf, char *etag);
+		       uint64_t off, size_t len, void *buf, char *etag,
+		       struct pfs_origin_spill *spill);
+/* Frees a spill's bytes and gives them back to the process-wide bound;
+ * leaves it empty. Any thread. */
+void pfs_xfer_spill_release(struct pfs_origin_spill *spill);
 
 /* GET a whole small resource (manifest, listing page, index page) into a
  * new NUL-terminated buffer the caller frees; at most `cap` bytes (more is

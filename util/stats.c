@@ -91,6 +91,7 @@ void pfs_stats_collect(struct pfs_stat_list *l)
 	G("origin.inflight_max", origin_inflight_max);
 	C("origin.range_ignored", origin_range_ignored);
 	C("origin.range_ignored_bytes", origin_range_ignored_bytes);
+	C("origin.range_ignored_kept", origin_range_ignored_kept);
 	C("ram.hits", ram_hits);
 	C("ram.misses", ram_misses);
 	G("ram.bytes", ram_bytes);

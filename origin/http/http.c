@@ -553,7 +553,8 @@ static int http_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 }
 
 static int http_read(struct pfs_origin *o, const char *path, uint64_t size,
-		     uint64_t off, size_t len, void *buf, char *etag)
+		     uint64_t off, size_t len, void *buf, char *etag,
+		     struct pfs_origin_spill *spill)
 {
 	struct http_origin *ho = (struct http_origin *)o;
 	char *url = object_url(ho, path, "");
@@ -561,7 +562,7 @@ static int http_read(struct pfs_origin *o, const char *path, uint64_t size,
 
 	if (!url)
 		return -ENOMEM;
-	rc = pfs_xfer_get_range(ho->x, url, size, off, len, buf, etag);
+	rc = pfs_xfer_get_range(ho->x, url, size, off, len, buf, etag, spill);
 	free(url);
 	return rc;
 }

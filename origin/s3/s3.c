@@ -182,7 +182,8 @@ static int s3_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 }
 
 static int s3_read(struct pfs_origin *o, const char *path, uint64_t size,
-		   uint64_t off, size_t len, void *buf, char *etag)
+		   uint64_t off, size_t len, void *buf, char *etag,
+		   struct pfs_origin_spill *spill)
 {
 	struct s3_origin *s = (struct s3_origin *)o;
 	char *key, *url;
@@ -194,7 +195,7 @@ static int s3_read(struct pfs_origin *o, const char *path, uint64_t size,
 	free(key);
 	if (!url)
 		return -ENOMEM;
-	rc = pfs_xfer_get_range(s->xfer, url, size, off, len, buf, etag);
+	rc = pfs_xfer_get_range(s->xfer, url, size, off, len, buf, etag, spill);
 	free(url);
 	return rc;
 }

@@ -372,7 +372,7 @@ static void test_all_sources_fit(void **state)
 	pfs_bcache_collect(m.c, &l);
 	pfs_epoch_collect(m.ep, &l);
 	pfs_prefetch_collect(m.p, &l);
-	assert_int_equal(own, 16 + 14);  /* origin 8, ram 4, coalesced, listing, served 2, fuse 14 */
+	assert_int_equal(own, 17 + 14);  /* origin 9, ram 4, coalesced, listing, served 2, fuse 14 */
 	assert_int_equal(l.n, own + 17 + 15 + 3 + 11);
 	assert_true(l.n + OTHER_SOURCES_ROOM <= PFS_STAT_LIST_MAX);
 	for (size_t i = 0; i < l.n; i++) {
