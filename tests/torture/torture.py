@@ -661,8 +661,9 @@ class Runner:
 
     def read_mmap(self, step):
         name = step["name"]
-        code = ("import mmap,os,sys\n"
-                "fd=os.open(sys.argv[1],os.O_RDONLY); s=os.fstat(fd).st_size\n"
+        code = ("import mmap,os,stat,sys\n"
+                "fd=os.open(sys.argv[1],os.O_RDONLY); st=os.fstat(fd); s=st.st_size\n"
+                "if stat.S_ISDIR(st.st_mode): raise IsADirectoryError(sys.argv[1])\n"
                 "sys.stdout.write(str(s)+'\\n'); sys.stdout.flush()\n"
                 "m=mmap.mmap(fd,s,prot=mmap.PROT_READ) if s else b''\n"
                 "sys.stdout.buffer.write(bytes(m[:]))\n")
