@@ -208,7 +208,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	(void)fi;
 	pfs_stat_op(PFS_OP_READ);
 	memset(&r, 0, sizeof(r));
+	uint64_t t0 = pfs_log_threshold >= PFS_LOG_DEBUG ? pfs_clock_ns() : 0;
 	int rc = k ? k->read(fs, ino, size, off, &r) : -ENOENT;
+	if (t0 && k != &pfs_fsi_ctl) /* for timing: each read, its answer, its wait */
+		pfs_debug("read ino %llu at %lld, %zu bytes: %s after %.3f s",
+			  (unsigned long long)ino, (long long)off, size,
+			  rc < 0 ? strerror(-rc) : "ok", (double)(pfs_clock_ns() - t0) / 1e9);
 	if (rc < 0) {
 		reply_err(req, rc);
 	} else {

@@ -118,6 +118,8 @@ struct pfs_fsi_fill {
 	struct pfs_fs *fs;
 	uint32_t node;
 	uint64_t size, off, fp;
+	uint64_t deadline_ns;       /* the reader's (pfs_origin_req); 0: none
+				     * (a prefetch: its retries bound it) */
 	int called;                 /* set by the fill: the block was a miss */
 	int warm;                   /* a warm-up: SSD puts via pfs_fsi_ssd_put_warm */
 	int in_ssd;                 /* set by the fill: found in or queued for

@@ -94,8 +94,9 @@ static int fill_from_origin(struct pfs_fsi_fill *c, const char *path, void *buf,
 		pfs_ftable_etag(c->fs->ft, c->node, v);
 		/* With defer_ssd the caller's pfs_fsi_fill_done keeps the rest of
 		 * a whole-object answer. */
-		rc = pfs_origin_read_spill(c->fs->origin, path, c->size, c->off, len, buf, v,
-					   c->defer_ssd ? &c->spill : NULL);
+		struct pfs_origin_req req = {.spill = c->defer_ssd ? &c->spill : NULL,
+					     .deadline_ns = c->deadline_ns};
+		rc = pfs_origin_read_req(c->fs->origin, path, c->size, c->off, len, buf, v, &req);
 		if (rc < 0)
 			break;
 		rc = pfs_ftable_set_etag(c->fs->ft, c->node, v);
@@ -305,10 +306,19 @@ int pfs_fsi_ssd_put_warm(struct pfs_fs *fs, const char *path, uint64_t blk, uint
 	return rc;
 }
 
-/* Takes block b of src from the cache (filling it on a miss). *missed
- * (may be NULL): 1 if this call filled a dataset block. */
+/* A reader's deadline: one origin read's bound from now, for all the
+ * blocks it waits for (0: the origin has no timeouts). */
+static uint64_t reader_deadline(const struct pfs_fs *fs, uint64_t now)
+{
+	uint64_t bound = pfs_origin_read_bound_ns(fs->origin);
+	return bound ? now + bound : 0;
+}
+
+/* Takes block b of src from the cache (filling it on a miss, by
+ * deadline_ns). *missed (may be NULL): 1 if this call filled a dataset
+ * block. */
 static int get_block(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64_t b,
-		     unsigned flags, struct pfs_block **out, int *missed)
+		     unsigned flags, uint64_t deadline_ns, struct pfs_block **out, int *missed)
 {
 	uint64_t boff = b * src->block;
 	size_t blen = (size_t)(src->size - boff < src->block ? src->size - boff : src->block);
@@ -316,7 +326,7 @@ static int get_block(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64
 		return pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags, src->fill,
 				      src->fill_ctx, out);
 	struct pfs_fsi_fill c = {.fs = fs, .node = src->node, .size = src->size, .off = boff,
-				  .fp = src->fp, .defer_ssd = 1};
+				  .fp = src->fp, .deadline_ns = deadline_ns, .defer_ssd = 1};
 	int rc = pfs_bcache_get(fs->cache, src->ino, b, blen, src->size, flags,
 				pfs_fsi_fill_block, &c, out);
 	pfs_fsi_fill_done(fs, &c, rc, rc == 0 ? *out : NULL);
@@ -336,11 +346,11 @@ int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint
 	r->iov = n <= 4 ? r->stackv : calloc(n, sizeof(*r->iov));
 	if (!r->blocks || !r->iov)
 		return -ENOMEM;
-	uint64_t t0 = pfs_clock_ns();
+	uint64_t t0 = pfs_clock_ns(), deadline = reader_deadline(fs, t0);
 	int rc = 0;
 	for (uint64_t b = first; b <= last; b++) {
 		int missed = 0;
-		rc = get_block(fs, src, b, 0, &r->blocks[r->nblocks], &missed);
+		rc = get_block(fs, src, b, 0, deadline, &r->blocks[r->nblocks], &missed);
 		if (rc < 0)
 			break;
 		if (missed)
@@ -385,9 +395,10 @@ int pfs_fsi_read_head(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *
 		return -EINVAL;
 	struct pfs_fsi_source src = {.ino = (uint64_t)node + 1, .size = info->size,
 				     .block = fs->block_size, .node = node, .fp = info->fp};
+	uint64_t deadline = reader_deadline(fs, pfs_clock_ns());
 	for (uint64_t b = 0; b * src.block < len; b++) {
 		struct pfs_block *blk;
-		int rc = get_block(fs, &src, b, flags, &blk, NULL);
+		int rc = get_block(fs, &src, b, flags, deadline, &blk, NULL);
 		if (rc < 0)
 			return rc;
 		uint64_t boff = b * src.block;

@@ -11,7 +11,7 @@ struct pfs_origin_ops {
 	int (*list)(struct pfs_origin *o, pfs_list_fn fn, void *ctx);
 	int (*read)(struct pfs_origin *o, const char *path, uint64_t size,
 		    uint64_t off, size_t len, void *buf, char *etag,
-		    struct pfs_origin_spill *spill); /* spill may be NULL */
+		    const struct pfs_origin_req *req); /* never NULL */
 	void (*destroy)(struct pfs_origin *o);
 };
 
@@ -20,7 +20,12 @@ struct pfs_origin {
 	char *name; /* secret-free description, freed by pfs_origin_destroy() */
 	int stopping; /* atomic: pfs_origin_stop() was called; backends hand
 		       * it to their transfers (pfs_xfer_opts.stop) */
+	uint64_t read_bound_ns; /* set by the backend at create (HTTP, S3:
+				 * pfs_origin_bound_of), read-only after */
 };
+
+/* The bound of one read under opts' timeout and retries. */
+uint64_t pfs_origin_bound_of(const struct pfs_origin_opts *opts);
 
 /* Each returns 0 and a new origin, or a negative errno after logging. */
 int pfs_origin_file_create(const char *dir, const struct pfs_origin_opts *opts,

@@ -177,9 +177,9 @@ static void make_etag(const struct stat *st, char *out)
 
 static int file_read(struct pfs_origin *o, const char *path, uint64_t size,
 		     uint64_t off, size_t len, void *buf, char *etag,
-		     struct pfs_origin_spill *spill)
+		     const struct pfs_origin_req *req)
 {
-	(void)spill; /* a local file is read by range */
+	(void)req; /* a local file is read by range, without retries */
 	struct file_origin *fo = (struct file_origin *)o;
 	int rc = 0;
 	pfs_stat_add(origin_requests, 1);

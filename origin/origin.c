@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "backend.h"
+#include "retry.h"
 #include "xfer.h"
 #include "../util/atomic.h"
 #include "../util/log.h"
@@ -62,19 +63,32 @@ int pfs_origin_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 	return o->ops->list(o, list_entry, &f);
 }
 
-int pfs_origin_read_spill(struct pfs_origin *o, const char *path, uint64_t size,
-			  uint64_t off, size_t len, void *buf, char *etag,
-			  struct pfs_origin_spill *spill)
+int pfs_origin_read_req(struct pfs_origin *o, const char *path, uint64_t size,
+			uint64_t off, size_t len, void *buf, char *etag,
+			const struct pfs_origin_req *req)
 {
+	static const struct pfs_origin_req none;
 	if (len == 0 || off > size || len > size - off)
 		return -EINVAL;
-	return o->ops->read(o, path, size, off, len, buf, etag, spill);
+	return o->ops->read(o, path, size, off, len, buf, etag, req ? req : &none);
 }
 
 int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
 		    uint64_t off, size_t len, void *buf, char *etag)
 {
-	return pfs_origin_read_spill(o, path, size, off, len, buf, etag, NULL);
+	return pfs_origin_read_req(o, path, size, off, len, buf, etag, NULL);
+}
+
+uint64_t pfs_origin_read_bound_ns(const struct pfs_origin *o)
+{
+	return o->read_bound_ns;
+}
+
+uint64_t pfs_origin_bound_of(const struct pfs_origin_opts *opts)
+{
+	double t = opts->timeout > 0 ? opts->timeout : 10;
+	int r = opts->retries > 0 ? opts->retries : 0;
+	return (uint64_t)(((r + 1) * t + r * PFS_RETRY_CAP) * 1e9);
 }
 
 void pfs_origin_spill_free(struct pfs_origin_spill *s)

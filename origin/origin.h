@@ -72,13 +72,29 @@ void pfs_origin_spill_free(struct pfs_origin_spill *s);
  * than `size` is -ESTALE too. Never returns a short read. */
 int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
 		    uint64_t off, size_t len, void *buf, char *etag);
-/* As pfs_origin_read; when the server answers with the whole object, the
- * bytes that follow the asked range (block-aligned when the range is, up
- * to PFS_ORIGIN_SPILL_MAX, while the process-wide bound allows) are kept
- * in *spill rather than thrown away: the caller may cache them. */
-int pfs_origin_read_spill(struct pfs_origin *o, const char *path, uint64_t size,
-			  uint64_t off, size_t len, void *buf, char *etag,
-			  struct pfs_origin_spill *spill);
+/* What a read may ask beyond its bytes; zeroed, nothing. */
+struct pfs_origin_req {
+	/* When the server answers with the whole object, the bytes that
+	 * follow the asked range (block-aligned when the range is, up to
+	 * PFS_ORIGIN_SPILL_MAX, while the process-wide bound allows) are kept
+	 * here rather than thrown away: the caller may cache them. NULL: not
+	 * kept. Zeroed by the caller. */
+	struct pfs_origin_spill *spill;
+	/* pfs_clock_ns() time by which the read ends, retries included: an
+	 * attempt gets at most what is left (its timeout cut short), and none
+	 * starts after it (-EIO). 0: only the retries bound the read. */
+	uint64_t deadline_ns;
+};
+/* As pfs_origin_read, with `req` (may be NULL). */
+int pfs_origin_read_req(struct pfs_origin *o, const char *path, uint64_t size,
+			uint64_t off, size_t len, void *buf, char *etag,
+			const struct pfs_origin_req *req);
+/* The longest one read can take with its retries, in ns: (retries + 1)
+ * timeouts and `retries` of the longest backoff (prestofs(1), ERRORS AND
+ * RETRIES). 0 for an origin without timeouts (a local directory). A
+ * reader that waits for several reads in turn gives them one deadline of
+ * this length, so that its own wait has this bound too. */
+uint64_t pfs_origin_read_bound_ns(const struct pfs_origin *o);
 
 /* The daemon is stopping (any thread, once its FUSE loop ended): requests
  * in flight end within about a second, nothing is retried, and reads fail

@@ -382,11 +382,34 @@ static double rnd01(void)
 	return (double)(s >> 11) / 9007199254740992.0;
 }
 
+/* An attempt shorter than this cannot be worth starting. */
+#define MIN_ATTEMPT_MS 20
+
+/* The time limit of the next attempt in ms: the timeout, cut to what is
+ * left before the deadline (0: none); 0 when that is too little. */
+static long attempt_ms(const struct pfs_xfer *x, uint64_t deadline_ns)
+{
+	long ms = (long)(x->timeout * 1000);
+	if (!deadline_ns)
+		return ms;
+	uint64_t now = pfs_clock_ns();
+	long left = now >= deadline_ns ? 0 : (long)((deadline_ns - now) / 1000000);
+	if (left < MIN_ATTEMPT_MS)
+		return 0;
+	return left < ms ? left : ms;
+}
+
 /* Waits before retry `attempt`, in slices of 50 ms so that a stop ends
- * the wait. */
-static void backoff(struct pfs_xfer *x, int attempt, double retry_after)
+ * the wait; never past the deadline (0: none). */
+static void backoff(struct pfs_xfer *x, int attempt, double retry_after, uint64_t deadline_ns)
 {
 	double left = pfs_retry_delay(attempt, retry_after, rnd01());
+	if (deadline_ns) {
+		uint64_t now = pfs_clock_ns();
+		double until = now >= deadline_ns ? 0 : (double)(deadline_ns - now) / 1e9;
+		if (left > until)
+			left = until;
+	}
 	while (left > 0 && !stopping(x)) {
 		double d = left < 0.05 ? left : 0.05;
 		struct timespec ts = {0, (long)(d * 1e9)};
@@ -485,7 +508,7 @@ static void log_stale(const char *url, const struct req *r, uint64_t size, long 
 
 int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		       uint64_t off, size_t len, void *buf, char *etag,
-		       struct pfs_origin_spill *spill)
+		       struct pfs_origin_spill *spill, uint64_t deadline_ns)
 {
 	throttle(x, len);
 	char range[64], got[PFS_ETAG_MAX] = "";
@@ -498,10 +521,24 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 	long status = 0;
 	int stale_retried = 0;
 	char last_err[128] = "no attempt";
+	int attempts = 0;
 	for (int attempt = 0; attempt <= x->retries; attempt++) {
 		if (stopping(x)) {
 			rc = -EIO; /* the daemon is stopping: not worth a log line */
 			goto out;
+		}
+		long ms = attempt_ms(x, deadline_ns);
+		if (!ms) {
+			/* The reader waited its bound already (other blocks, other
+			 * reads it waited for): it fails now rather than later. */
+			rc = -EIO;
+			pfs_stat_add(origin_deadline_cut, 1);
+			if (!attempts)
+				last_err[0] = '\0';
+			size_t n = strlen(last_err);
+			snprintf(last_err + n, sizeof(last_err) - n, "%sthe reader's deadline passed",
+				 n ? "; then " : "");
+			break;
 		}
 		CURL *h = handle_get(x);
 		if (!h) {
@@ -513,7 +550,10 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 				 .size = size, .spill = spill};
 		pfs_resp_init(&r.resp);
 		setup(x, h, url, &r);
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
 		curl_easy_setopt(h, CURLOPT_RANGE, range);
+		attempts++;
 		if (hdrs)
 			curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 		pfs_stat_add(origin_requests, 1);
@@ -563,7 +603,7 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			break;
 		rc = -EIO;
 		if (attempt < x->retries)
-			backoff(x, attempt + 1, r.resp.retry_after);
+			backoff(x, attempt + 1, r.resp.retry_after, deadline_ns);
 	}
 	if (rc == -ESTALE)
 		log_stale(url, &r, size, status, etag, got);
@@ -572,7 +612,7 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		log_url(url, u, sizeof(u));
 		snprintf(key, sizeof(key), "getfail:%s", u);
 		pfs_log_limited(PFS_LOG_WARN, key, "GET %s range %s: %s after %d attempts",
-				u, range, last_err, x->retries + 1);
+				u, range, last_err, attempts);
 	}
 out:
 	curl_slist_free_all(hdrs);
@@ -643,7 +683,7 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 			pfs_debug("%s %s: %s (HTTP %ld), attempt %d of %d", what, u, why, status,
 				  attempt + 1, x->retries + 1);
 		if (attempt < x->retries)
-			backoff(x, attempt + 1, r->resp.retry_after);
+			backoff(x, attempt + 1, r->resp.retry_after, 0);
 	}
 	return rc;
 }

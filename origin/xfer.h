@@ -43,10 +43,11 @@ void pfs_xfer_destroy(struct pfs_xfer *x);
  * as in pfs_origin_read(). spill (may be NULL; zeroed by the caller): on
  * a 200, the bytes after the asked range are kept there as far as
  * PFS_ORIGIN_SPILL_MAX and the process-wide PFS_ORIGIN_SPILL_TOTAL allow;
- * on any error it is left empty. */
+ * on any error it is left empty. deadline_ns: as in struct pfs_origin_req
+ * (0: none). */
 int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		       uint64_t off, size_t len, void *buf, char *etag,
-		       struct pfs_origin_spill *spill);
+		       struct pfs_origin_spill *spill, uint64_t deadline_ns);
 /* Frees a spill's bytes and gives them back to the process-wide bound;
  * leaves it empty. Any thread. */
 void pfs_xfer_spill_release(struct pfs_origin_spill *spill);

@@ -67,8 +67,17 @@ static void vlog(enum pfs_log_level level, const char *fmt, va_list ap)
 		return;
 	}
 	char line[1200];
-	int len = snprintf(line, sizeof(line), "prestofs: %s: %s\n",
-			   level_names[level], msg);
+	int len;
+	if (pfs_log_threshold >= PFS_LOG_DEBUG) {
+		/* A debug log is read for timing: each line says when, in
+		 * seconds on the monotonic clock (thread id for who). */
+		uint64_t ns = pfs_clock_ns();
+		len = snprintf(line, sizeof(line), "prestofs: %s: [%llu.%03llu %ld] %s\n",
+			       level_names[level], (unsigned long long)(ns / 1000000000u),
+			       (unsigned long long)(ns / 1000000u % 1000u), (long)gettid(), msg);
+	} else {
+		len = snprintf(line, sizeof(line), "prestofs: %s: %s\n", level_names[level], msg);
+	}
 	if (len > (int)sizeof(line))
 		len = sizeof(line);
 	if (write(STDERR_FILENO, line, (size_t)len) < 0) {

@@ -92,6 +92,7 @@ void pfs_stats_collect(struct pfs_stat_list *l)
 	C("origin.range_ignored", origin_range_ignored);
 	C("origin.range_ignored_bytes", origin_range_ignored_bytes);
 	C("origin.range_ignored_kept", origin_range_ignored_kept);
+	C("origin.deadline_cut", origin_deadline_cut);
 	C("ram.hits", ram_hits);
 	C("ram.misses", ram_misses);
 	G("ram.bytes", ram_bytes);

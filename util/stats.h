@@ -28,6 +28,7 @@ struct pfs_stats {
 	uint64_t origin_range_ignored; /* ranged GETs answered 200 with the whole object */
 	uint64_t origin_range_ignored_bytes; /* their bytes outside the asked range, not kept */
 	uint64_t origin_range_ignored_kept; /* blocks of them kept in the RAM tier */
+	uint64_t origin_deadline_cut; /* reads ended by their reader's deadline */
 	uint64_t ram_hits;
 	uint64_t ram_misses;
 	uint64_t ram_bytes;        /* gauge: bytes held */

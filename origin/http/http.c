@@ -554,7 +554,7 @@ static int http_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 
 static int http_read(struct pfs_origin *o, const char *path, uint64_t size,
 		     uint64_t off, size_t len, void *buf, char *etag,
-		     struct pfs_origin_spill *spill)
+		     const struct pfs_origin_req *req)
 {
 	struct http_origin *ho = (struct http_origin *)o;
 	char *url = object_url(ho, path, "");
@@ -562,7 +562,8 @@ static int http_read(struct pfs_origin *o, const char *path, uint64_t size,
 
 	if (!url)
 		return -ENOMEM;
-	rc = pfs_xfer_get_range(ho->x, url, size, off, len, buf, etag, spill);
+	rc = pfs_xfer_get_range(ho->x, url, size, off, len, buf, etag, req->spill,
+				req->deadline_ns);
 	free(url);
 	return rc;
 }
@@ -598,6 +599,7 @@ int pfs_origin_http_create(const char *url, const struct pfs_origin_opts *opts,
 	if (!ho)
 		return -ENOMEM;
 	ho->base.ops = &http_ops;
+	ho->base.read_bound_ns = pfs_origin_bound_of(opts);
 	ho->base.name = safe_name(url, 1);
 	if (!ho->base.name)
 		goto err_ho;

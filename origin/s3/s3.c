@@ -183,7 +183,7 @@ static int s3_list(struct pfs_origin *o, pfs_list_fn fn, void *ctx)
 
 static int s3_read(struct pfs_origin *o, const char *path, uint64_t size,
 		   uint64_t off, size_t len, void *buf, char *etag,
-		   struct pfs_origin_spill *spill)
+		   const struct pfs_origin_req *req)
 {
 	struct s3_origin *s = (struct s3_origin *)o;
 	char *key, *url;
@@ -195,7 +195,8 @@ static int s3_read(struct pfs_origin *o, const char *path, uint64_t size,
 	free(key);
 	if (!url)
 		return -ENOMEM;
-	rc = pfs_xfer_get_range(s->xfer, url, size, off, len, buf, etag, spill);
+	rc = pfs_xfer_get_range(s->xfer, url, size, off, len, buf, etag, req->spill,
+				req->deadline_ns);
 	free(url);
 	return rc;
 }
@@ -258,6 +259,7 @@ int pfs_origin_s3_create(const char *url, const struct pfs_origin_opts *opts,
 	if (!s)
 		return -ENOMEM;
 	s->base.ops = &s3_ops;
+	s->base.read_bound_ns = pfs_origin_bound_of(opts);
 	s->plain_opts.timeout = opts ? opts->timeout : 0;
 	s->plain_opts.retries = opts ? opts->retries : 0;
 	s->plain_opts.bandwidth = opts ? opts->bandwidth : 0;

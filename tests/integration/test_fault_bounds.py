@@ -7,7 +7,9 @@ a bounded number of requests, and the log a bounded number of lines.
   byte-exact once the origin is healthy, without a remount;
 - a listing that lies about a size (2^40, 2^62) does not make prefetch run
   away: a handful of GETs and log lines for the file, then silence;
-- a storm of failures over many files writes at most the limiter's burst.
+- a storm of failures over many files writes at most the limiter's burst;
+- one read that needs several blocks, each answered only at its last
+  attempt, still ends within the bound (one deadline for all it waits for).
 
 Origin: helpers.fault_origin.FaultOrigin (in-process, faults set per object).
 """
@@ -238,3 +240,48 @@ def test_log_flood_bounded(origin, mount, run_bounded, kind):
     print(f"\n{kind}: {len(results)} reads in {el:.2f}s, {len(lines)} WARN/ERROR lines, "
           f"{sum(origin.gets(n) for n in names)} GETs, "
           f"log_lines_dropped {st['log_lines_dropped']}")
+
+
+# --- 4. one deadline per read, however many blocks it waits for -------------
+
+def test_multi_block_read_bounded(origin, mount, run_bounded):
+    """Each 16 KiB block of a 128 KiB read stalls twice, then is served:
+    each block alone is within the retries (3 attempts), but their chains
+    in turn took 8 x ~2.2 s. The read now ends (bytes, the bytes before
+    the part that failed, or EIO) within the one bound; never wrong bytes."""
+    name, size = "d/multi.bin", 128 * KiB
+    data = _data("multi", size)
+    origin.add(name, data)
+    retries = 2
+    bound = (retries + 1) * TIMEOUT + retries * 2.0
+    m = mount(origin.url, {"timeout": TIMEOUT, "retries": retries, "prefetch": "off",
+                           "block_size": "16K"})
+    origin.set_fault(name, "stall", per_range=2)
+    p = m.path / name
+    (res, el), _ = run_bounded(lambda: _pread(p, size), 60, m.path)
+    log = origin.describe_log(name)
+    stats = m.stats()
+    print(f"\nmulti-block read: {_errname(res)} in {el:.2f}s (bound {bound:.1f}s), "
+          f"{origin.gets(name)} GETs, deadline_cut {stats['origin']['deadline_cut']}", end="")
+    assert el <= bound + MARGIN, \
+        f"a read of 8 blocks took {el:.2f}s; bound {bound:.1f}s + {MARGIN}s\n{log}"
+    if isinstance(res, bytes):
+        # All of it, or (prestofs(1): the kernel split the read and a later
+        # part failed) the bytes before the part that failed: never wrong.
+        assert res == data[:len(res)], "wrong bytes"
+        if len(res) < size:
+            assert stats["origin"]["deadline_cut"] >= 1, stats["origin"]
+    else:
+        assert res.errno == errno.EIO, _errname(res)
+        assert stats["origin"]["deadline_cut"] >= 1, stats["origin"]
+    # Healthy: the file reads back byte-exact, without a remount.
+    origin.set_fault(name, "ok")
+    got = None
+    t_ok = time.monotonic()
+    while time.monotonic() - t_ok <= 5.0:
+        (got, _), _ = run_bounded(lambda: _pread(p, size), 20, m.path)
+        if isinstance(got, bytes):
+            break
+        time.sleep(0.1)
+    assert isinstance(got, bytes) and hashlib.sha256(got).digest() == \
+        hashlib.sha256(data).digest(), _errname(got)

@@ -273,6 +273,8 @@ class Runner:
         if opts.get("shared") and self.mc:
             o["shared_cache"] = f"memcached://{self.mc.url}"
         o.update(self.origin.mount_options())
+        if os.environ.get("TORTURE_LOG_LEVEL"):  # for a replay: the daemon's own account
+            o["log_level"] = os.environ["TORTURE_LOG_LEVEL"]
         return o
 
     def op_mount(self, step):

@@ -111,10 +111,11 @@ void pfs_xfer_spill_release(struct pfs_origin_spill *spill)
 
 int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		       uint64_t off, size_t len, void *buf, char *etag,
-		       struct pfs_origin_spill *spill)
+		       struct pfs_origin_spill *spill, uint64_t deadline_ns)
 {
 	(void)x;
 	(void)spill;
+	(void)deadline_ns;
 	(void)size;
 	(void)etag;
 	snprintf(last_range_url, sizeof(last_range_url), "%s", url);
@@ -246,7 +247,8 @@ static void test_crawl(void **state)
 
 	/* Reads go to base + escaped path. */
 	char buf[4], etag[PFS_ETAG_MAX] = "";
-	assert_int_equal(o->ops->read(o, "sub dir/\xc3\xbc#.txt", 10, 2, 4, buf, etag, NULL), 0);
+	struct pfs_origin_req req = {0};
+	assert_int_equal(o->ops->read(o, "sub dir/\xc3\xbc#.txt", 10, 2, 4, buf, etag, &req), 0);
 	assert_string_equal(last_range_url, B "sub%20dir/%C3%BC%23.txt");
 	destroy(o);
 }

@@ -34,7 +34,9 @@ requests get the same fault, except that no body is ever sent):
   '403'    403 Forbidden
 
 set_fault(name, kind, times=N) applies the fault to the next N GETs of that
-object only, then the object is healthy again.
+object only, then the object is healthy again. set_fault(name, kind,
+per_range=N) applies it to the first N GETs of each distinct Range header
+(each block fails N times, then succeeds).
 
 The manifest (format 1, see helpers/manifest.py) is served at
 /prestofs.manifest: every object with its listed size (its real length
@@ -75,6 +77,8 @@ class Obj:
     etag: str
     kind: str = "ok"
     times: object = None  # GETs left with this fault; None: until changed
+    per_range: object = None  # faulty GETs per distinct Range; None: all
+    range_gets: dict = None   # per_range: GETs so far per Range header
     gets: int = 0
     heads: int = 0
 
@@ -106,14 +110,15 @@ class FaultOrigin(httpbase.Service):
             self.objects[name] = o
         return o
 
-    def set_fault(self, name, kind, times=None):
+    def set_fault(self, name, kind, times=None, per_range=None):
         """Serves `kind` for `name` from now on (or for its next `times`
-        GETs, then 'ok')."""
+        GETs, then 'ok'; or for the first `per_range` GETs of each Range)."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}")
         with self._lock:
             o = self.objects[name]
             o.kind, o.times = kind, times
+            o.per_range, o.range_gets = per_range, {}
 
     def reset_counts(self):
         with self._lock:
@@ -161,7 +166,12 @@ class FaultOrigin(httpbase.Service):
                 kind = o.kind
                 if method == "GET":
                     o.gets += 1
-                    if o.times is not None:
+                    if o.per_range is not None:
+                        rng = h.headers.get("Range", "")
+                        o.range_gets[rng] = o.range_gets.get(rng, 0) + 1
+                        if o.range_gets[rng] > o.per_range:
+                            kind = "ok"
+                    elif o.times is not None:
                         o.times -= 1
                         if o.times <= 0:
                             o.kind, o.times = "ok", None
