@@ -51,6 +51,8 @@ struct pfs_block {
 	int in_table;         /* guarded by the shard lock */
 	int demand;           /* a reader (not a prefetch) got it; shard lock */
 	int pf;               /* filled by a prefetch, no reader yet; shard lock */
+	size_t read_end;      /* the furthest byte readers reported
+			       * (pfs_bcache_put_read); shard lock */
 	int holders;          /* atomic: 1 for the cache, + 1 per pfs_bcache_hold:
 			       * the data and struct are freed at 0 */
 	uint64_t stage_epoch; /* STAGED: epoch it was staged in */
@@ -72,6 +74,7 @@ struct shard {
 
 struct counters {                /* all atomic */
 	uint64_t admitted, replaced, refused, staged, stage_used, stage_stale;
+	uint64_t staged_partial, stage_reclaimed;
 	uint64_t prefetch_fills, resident_blocks, staged_blocks;
 	uint64_t pf_used_bytes, pf_wasted_bytes;
 };
@@ -126,7 +129,7 @@ int pfs_bcache_create(const struct pfs_bcache_opts *o, struct pfs_bcache **out)
 	c->policy = o->policy;
 	c->resident = o->policy == PFS_POLICY_LRU ? PFS_RESIDENT_ANY : o->resident;
 	c->budget = o->budget;
-	c->stage_budget = o->policy == PFS_POLICY_EPOCH ? o->stage_budget : 0;
+	c->stage_budget = o->stage_budget;
 	c->epoch = 1;
 	uint64_t bs = o->block_size ? o->block_size : 1;
 	uint64_t blocks = o->budget / bs;
@@ -376,23 +379,30 @@ static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block 
 			pfs_stat_add(ram_evictions, 1);
 		}
 	}
-	if (!(flags & PFS_BCACHE_PREFETCH) || e->len > c->stage_budget)
+	/* Staged: a prefetch under the epoch policy (until its read), or a
+	 * reader's block the resident set refused (for the rest of its read:
+	 * else a reader that takes a block in small pieces, as the kernel does
+	 * after an error or without readahead, fetches it once per piece). */
+	int demand = !(flags & (PFS_BCACHE_PREFETCH | PFS_BCACHE_WARM));
+	int prefetch = (flags & PFS_BCACHE_PREFETCH) && c->policy == PFS_POLICY_EPOCH;
+	if (!(demand || prefetch) || e->len > c->stage_budget)
 		return NOWHERE;
 	uint64_t epoch = pfs_load(&c->epoch);
 	for (;;) {
 		if (reserve(&c->staged_bytes, e->len, c->stage_budget)) {
 			e->stage_epoch = epoch;
 			list_push(&s->staged, e);
-			pfs_add(&c->n.staged, 1);
+			pfs_add(demand ? &c->n.staged_partial : &c->n.staged, 1);
 			pfs_add(&c->n.staged_blocks, 1);
 			return STAGED;
 		}
-		/* Room only from a block staged two epochs ago and never read. */
+		/* Room only from the oldest staged block, once a reader has had
+		 * it (read in part), or staged two epochs ago and never read. */
 		struct pfs_block *v = s->staged.prev;
-		if (v == &s->staged || v->refs || v->stage_epoch + 2 > epoch)
+		if (v == &s->staged || v->refs || (!v->demand && v->stage_epoch + 2 > epoch))
 			return NOWHERE;
 		drop(c, s, v, victims);
-		pfs_add(&c->n.stage_stale, 1);
+		pfs_add(v->demand ? &c->n.stage_reclaimed : &c->n.stage_stale, 1);
 		pfs_stat_add(ram_evictions, 1);
 	}
 }
@@ -513,14 +523,22 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 
 void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b)
 {
+	pfs_bcache_put_read(c, b, b ? b->len : 0);
+}
+
+void pfs_bcache_put_read(struct pfs_bcache *c, struct pfs_block *b, size_t end)
+{
 	if (!b)
 		return;
 	struct shard *s = shard_of(c, mix(b->ino, b->idx));
 	struct pfs_block *victims = NULL;
 	pthread_mutex_lock(&s->lock);
+	if (end > b->read_end)
+		b->read_end = end;
 	if (--b->refs == 0) {
-		if (b->place == STAGED && b->demand) {
-			/* Read in this epoch: it will not be read again. */
+		if (b->place == STAGED && b->demand && b->read_end >= b->len) {
+			/* Read through its end in this epoch: it will not be
+			 * read again. */
 			drop(c, s, b, &victims);
 			pfs_add(&c->n.stage_used, 1);
 		} else if (b->place == NOWHERE && !b->in_table) {
@@ -562,6 +580,8 @@ void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out)
 		.staged = pfs_load(&c->n.staged),
 		.stage_used = pfs_load(&c->n.stage_used),
 		.stage_stale = pfs_load(&c->n.stage_stale),
+		.staged_partial = pfs_load(&c->n.staged_partial),
+		.stage_reclaimed = pfs_load(&c->n.stage_reclaimed),
 		.prefetch_fills = pfs_load(&c->n.prefetch_fills),
 		.prefetch_used_bytes = pfs_load(&c->n.pf_used_bytes),
 		.prefetch_wasted_bytes = pfs_load(&c->n.pf_wasted_bytes),
@@ -584,6 +604,8 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("ram.staged", staged, 0),
 	ROW("ram.stage_used", stage_used, 0),
 	ROW("ram.stage_stale", stage_stale, 0),
+	ROW("ram.staged_partial", staged_partial, 0),
+	ROW("ram.stage_reclaimed", stage_reclaimed, 0),
 	ROW("ram.prefetch_fills", prefetch_fills, 0),
 	ROW("prefetch.bytes_used", prefetch_used_bytes, 0),
 	ROW("prefetch.bytes_wasted", prefetch_wasted_bytes, 0),

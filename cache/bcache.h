@@ -15,9 +15,14 @@
  *    object, see policy.h);
  *  - epoch: as minio; and a prefetch fill (PFS_BCACHE_PREFETCH) that finds
  *    the resident set full goes to the staging area instead, where it stays
- *    until a demand read has used it (dropped after that read's put), or
- *    until it is stale (staged two epochs ago or more, never read) and the
- *    space is wanted.
+ *    until a demand read has used it (dropped after the put of the read
+ *    that reached its end), or until it is stale (staged two epochs ago or
+ *    more, never read) and the space is wanted.
+ * Under every policy, a reader's fill that the resident set refuses goes
+ * to the staging area too (when it has one, stage_budget), so that the
+ * rest of that block's read finds it: it is dropped at the put of the
+ * read that reached its end (pfs_bcache_put_read), or, read only in part,
+ * when it is the oldest staged block and the space is wanted.
  * A block that is not admitted is still handed to its reader and to every
  * reader that waited for the same fill, then freed at the last put.
  *
@@ -46,8 +51,9 @@ struct pfs_bcache_opts {
 	size_t block_size;        /* the largest block */
 	enum pfs_policy policy;
 	enum pfs_resident resident; /* minio and epoch only */
-	uint64_t stage_budget;    /* epoch: staged bytes held at most; in
-				   * addition to budget; 0: no staging */
+	uint64_t stage_budget;    /* staged bytes held at most (prefetches
+				   * under epoch, blocks read in part);
+				   * in addition to budget; 0: no staging */
 };
 
 /* Flags of pfs_bcache_get(). */
@@ -77,8 +83,13 @@ void pfs_bcache_destroy(struct pfs_bcache *c);
 int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 		   uint64_t obj_size, unsigned flags, pfs_bcache_fill_fn fill, void *ctx,
 		   struct pfs_block **out);
-/* NULL allowed. The block must not be used afterwards. */
+/* NULL allowed. The block must not be used afterwards. The caller had
+ * what it wanted of it (as a reader: up to its end). */
 void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b);
+/* As pfs_bcache_put, by a reader that read the block up to byte `end`
+ * (exclusive), or 0 by a caller that read none of it (a prefetcher): a
+ * staged block stays until a read has reached its end. */
+void pfs_bcache_put_read(struct pfs_bcache *c, struct pfs_block *b, size_t end);
 
 /* Keeps b's data (pfs_block_data, pfs_block_len) valid after b is put,
  * and after the cache drops or is destroyed, until pfs_bcache_release(b):
@@ -112,6 +123,10 @@ struct pfs_bcache_stats {
 	uint64_t staged;          /* prefetch fills put in the staging area */
 	uint64_t stage_used;      /* staged blocks dropped after their read */
 	uint64_t stage_stale;     /* staged blocks dropped unread, stale */
+	uint64_t staged_partial;  /* reader fills the resident set refused,
+				   * staged for the rest of their read */
+	uint64_t stage_reclaimed; /* staged blocks read in part, dropped
+				   * (the oldest) for room */
 	uint64_t prefetch_fills;  /* fills run for PFS_BCACHE_PREFETCH gets */
 	uint64_t prefetch_used_bytes;   /* prefetched bytes a reader then got */
 	uint64_t prefetch_wasted_bytes; /* prefetched bytes dropped unread, or

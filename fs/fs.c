@@ -417,7 +417,7 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 				PFS_BCACHE_PREFETCH, pfs_fsi_fill_block, &c, &b);
 	pfs_fsi_fill_done(fs, &c, rc, rc == 0 ? b : NULL);
 	if (rc == 0)
-		pfs_bcache_put(fs->cache, b);
+		pfs_bcache_put_read(fs->cache, b, 0); /* fetched, not read */
 	return rc;
 }
 

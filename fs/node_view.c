@@ -272,6 +272,6 @@ int pfs_fsi_view_prefetch(struct pfs_fs *fs, uint32_t spec, uint32_t node)
 	rc = pfs_bcache_get(fs->cache, ino, 0, (size_t)osize, osize, PFS_BCACHE_PREFETCH,
 			    view_fill, &c, &b);
 	if (rc == 0)
-		pfs_bcache_put(fs->cache, b);
+		pfs_bcache_put_read(fs->cache, b, 0); /* made, not read */
 	return rc;
 }

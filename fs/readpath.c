@@ -256,7 +256,7 @@ static void keep_spill(struct pfs_fs *fs, struct pfs_fsi_fill *c)
 		    pfs_bcache_get(fs->cache, (uint64_t)c->node + 1, blk, blen, c->size,
 				   PFS_BCACHE_PREFETCH, copy_spill, &f, &b) == 0) {
 			pfs_stat_add(origin_range_ignored_kept, 1);
-			pfs_bcache_put(fs->cache, b);
+			pfs_bcache_put_read(fs->cache, b, 0); /* kept, not read */
 		}
 		if (fs->ssd && have_path)
 			pfs_ssd_put(fs->ssd, path, blk, pfs_fsi_ssd_fp(fs, c->fp, c->v), c->v, data,
@@ -379,8 +379,13 @@ void pfs_fsi_read_done(struct pfs_fs *fs, struct pfs_fsi_read *r, int rc)
 	if (rc == 0 && r->on_read && fs->prefetch)
 		pfs_prefetch_on_read(fs->prefetch, r->node, r->file_size, r->off, (size_t)r->len,
 				     &r->demand);
+	/* One iov per block: how far into it this read went. */
 	for (size_t i = 0; i < r->nblocks; i++)
-		pfs_bcache_put(fs->cache, r->blocks[i]);
+		pfs_bcache_put_read(fs->cache, r->blocks[i],
+				    i < (size_t)r->niov ?
+				    (size_t)((const char *)r->iov[i].iov_base -
+					     (const char *)pfs_block_data(r->blocks[i])) +
+				    r->iov[i].iov_len : 0);
 	if (r->blocks != r->stackb)
 		free(r->blocks);
 	if (r->iov != r->stackv)
@@ -402,9 +407,9 @@ int pfs_fsi_read_head(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *
 		if (rc < 0)
 			return rc;
 		uint64_t boff = b * src.block;
-		memcpy((char *)buf + boff, pfs_block_data(blk),
-		       (size_t)(len - boff < src.block ? len - boff : src.block));
-		pfs_bcache_put(fs->cache, blk);
+		size_t n = (size_t)(len - boff < src.block ? len - boff : src.block);
+		memcpy((char *)buf + boff, pfs_block_data(blk), n);
+		pfs_bcache_put_read(fs->cache, blk, n);
 	}
 	return 0;
 }

@@ -348,9 +348,16 @@ int main(int argc, char **argv)
 
 	/* ram_size is the whole RAM tier: under the epoch policy with the
 	 * prefetcher on, prefetch_ram_share of it is the staging area, the
-	 * rest the resident set. Without staging, epoch behaves as minio. */
+	 * rest the resident set. Otherwise the staging area only keeps blocks
+	 * read in part (bcache.h): a 16th, from one block up to eight (none
+	 * when the tier holds fewer than four blocks). */
 	uint64_t stage = o.policy == PFS_POLICY_EPOCH && o.prefetch ?
 			 (uint64_t)((double)o.ram_size * o.prefetch_ram_share) : 0;
+	if (!stage && o.ram_size >= 4 * o.block_size) {
+		stage = o.ram_size / 16;
+		stage = stage < o.block_size ? o.block_size :
+			stage > 8 * o.block_size ? 8 * o.block_size : stage;
+	}
 	struct pfs_bcache_opts bo = {o.ram_size - stage, o.block_size, o.policy,
 				     o.resident, stage};
 	if (pfs_bcache_create(&bo, &cache) < 0)

@@ -285,3 +285,45 @@ def test_multi_block_read_bounded(origin, mount, run_bounded):
         time.sleep(0.1)
     assert isinstance(got, bytes) and hashlib.sha256(got).digest() == \
         hashlib.sha256(data).digest(), _errname(got)
+
+
+# --- 5. a block read in pieces is fetched once --------------------------------
+
+@pytest.mark.parametrize("policy", ["epoch", "minio"])
+def test_block_read_in_pieces_fetched_once(origin, mount, run_bounded, policy):
+    """The kernel reads in 4 KiB pieces without readahead (FADV_RANDOM, or
+    after a read error shrank its window). With the resident set full, a
+    block it refused was fetched once per piece (64 GETs per 256 KiB block;
+    under stall faults each piece could stall, and one read(2) paid many
+    chains). Now it stays staged until a read reaches its end."""
+    bs = 256 * KiB
+    fill, target = "d/fill.bin", "d/target.bin"
+    origin.add(fill, _data("fill", 3 * bs))
+    tdata = _data("target", 2 * bs)
+    origin.add(target, tdata)
+    # ram_size 1M: a resident set of 3 blocks and a staging area of one
+    # (prefetch off: tools/main.c gives a 16th, at least one block).
+    m = mount(origin.url, {"block_size": "256K", "ram_size": "1M", "prefetch": "off",
+                           "policy": policy})
+    got, _ = run_bounded(lambda: (m.path / fill).read_bytes(), 30, m.path)
+    assert len(got) == 3 * bs
+
+    def pieces():
+        fd = os.open(m.path / target, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            out = bytearray()
+            for off in range(0, 2 * bs, 4 * KiB):
+                out += os.pread(fd, 4 * KiB, off)
+            return bytes(out)
+        finally:
+            os.close(fd)
+    got, _ = run_bounded(pieces, 60, m.path)
+    ram = m.stats()["ram"]
+    print(f"\n{policy}: {origin.gets(target)} GETs for 2 blocks read in 128 pieces; "
+          f"staged_partial {ram.get('staged_partial')}, refused {ram['refused']}", end="")
+    assert hashlib.sha256(got).digest() == hashlib.sha256(tdata).digest()
+    assert ram["resident_blocks"] == 3, ram
+    assert origin.gets(target) == 2, \
+        f"{origin.gets(target)} GETs for 2 blocks\n{origin.describe_log(target, limit=8)}"
+    assert ram["staged_partial"] == 2 and ram["staged_blocks"] == 0, ram

@@ -218,7 +218,8 @@ static void test_bcache_names(void **state)
 	expect_names(&l, NAMES("ram.budget", "ram.resident_bytes", "ram.resident_blocks",
 			       "ram.stage_budget", "ram.staged_bytes", "ram.staged_blocks",
 			       "ram.admitted", "ram.replaced", "ram.refused", "ram.staged",
-			       "ram.stage_used", "ram.stage_stale", "ram.prefetch_fills",
+			       "ram.stage_used", "ram.stage_stale", "ram.staged_partial",
+			       "ram.stage_reclaimed", "ram.prefetch_fills",
 			       "prefetch.bytes_used", "prefetch.bytes_wasted"));
 	assert_true(find(&l, "ram.budget")->value == 1 << 20);
 	assert_true(find(&l, "ram.budget")->is_gauge);
@@ -372,8 +373,8 @@ static void test_all_sources_fit(void **state)
 	pfs_bcache_collect(m.c, &l);
 	pfs_epoch_collect(m.ep, &l);
 	pfs_prefetch_collect(m.p, &l);
-	assert_int_equal(own, 17 + 14);  /* origin 9, ram 4, coalesced, listing, served 2, fuse 14 */
-	assert_int_equal(l.n, own + 17 + 15 + 3 + 11);
+	assert_int_equal(own, 18 + 14);  /* origin 10, ram 4, coalesced, listing, served 2, fuse 14 */
+	assert_int_equal(l.n, own + 17 + 17 + 3 + 11);
 	assert_true(l.n + OTHER_SOURCES_ROOM <= PFS_STAT_LIST_MAX);
 	for (size_t i = 0; i < l.n; i++) {
 		if (!valid_name(l.kv[i].name))
