@@ -350,10 +350,11 @@ int main(int argc, char **argv)
 	 * prefetcher on, prefetch_ram_share of it is the staging area, the
 	 * rest the resident set. Otherwise the staging area only keeps blocks
 	 * read in part (bcache.h): a 16th, from one block up to eight (none
-	 * when the tier holds fewer than four blocks). */
+	 * when the tier holds fewer than four blocks; none under lru, which
+	 * admits every block). */
 	uint64_t stage = o.policy == PFS_POLICY_EPOCH && o.prefetch ?
 			 (uint64_t)((double)o.ram_size * o.prefetch_ram_share) : 0;
-	if (!stage && o.ram_size >= 4 * o.block_size) {
+	if (!stage && o.policy != PFS_POLICY_LRU && o.ram_size >= 4 * o.block_size) {
 		stage = o.ram_size / 16;
 		stage = stage < o.block_size ? o.block_size :
 			stage > 8 * o.block_size ? 8 * o.block_size : stage;
