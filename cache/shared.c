@@ -1,6 +1,7 @@
 /* shared.c - see shared.h.
  *
- * Connections, the server list and each server's health: shared_conn.c.
+ * The exchanges themselves: mc.c; the server list, routing, deadlines and
+ * each server's health: shared_conn.c.
  *
  * Stores: one writer thread drains a FIFO queue bounded in bytes; it
  * builds each value (header, validator, block) in one buffer it reuses
@@ -8,7 +9,12 @@
  * caller asked for one.
  *
  * Value layout (little-endian; all nodes of a cluster run one arch):
- *   struct hdr | validator (vlen bytes) | block (len bytes)
+ *   struct hdr | validator (vlen bytes) | block (len bytes)      FORMAT
+ *   struct hdr | MAC (32 bytes) | validator | block              FORMAT_MAC
+ * FORMAT's sum is XXH3 (garbage, not forgery); FORMAT_MAC's MAC is
+ * HMAC-SHA256 under the key file's secret over the header (sum zero),
+ * validator and block, and its keys are seeded with an id derived from
+ * the secret: nodes with another secret, or none, use other keys.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <libmemcached/memcached.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
 #include <xxhash.h>
 
 #include "shared_int.h"
@@ -26,10 +38,15 @@
 
 #define MAGIC 0x42534650u /* "PFSB" */
 #define FORMAT 1
+#define FORMAT_MAC 2
+#define MAC_LEN 32
+#define KEY_FILE_MIN 32        /* bytes of secret */
+#define KEY_FILE_MAX 4096
+#define STORE_TRIES 3          /* a store that timed out: twice more */
 #define LOCK_TTL 2        /* s; memcached expiry is in whole seconds */
 #define POLL_MIN_NS 2000000ull
 #define POLL_MAX_NS 20000000ull
-#define STOP_NS 2000000000ull /* destroy: what is not stored by then is dropped */
+#define STOP_NS 1000000000ull /* destroy: what is not stored by then is dropped */
 #define QUEUE_ITEMS_MAX 65536  /* unlock-only items count here, not in bytes */
 
 struct hdr {
@@ -48,15 +65,15 @@ _Static_assert(sizeof(struct hdr) == 40, "the value header is 40 bytes");
 void pfs_shared_key(const struct pfs_shared *s, const char *path, uint64_t size, uint64_t fp,
 		    uint64_t blk, struct pfs_shared_key *out)
 {
-	/* The context (origin, size, listing fingerprint, block size) seeds
-	 * the path's hash. */
-	uint64_t nums[4] = { XXH3_64bits(s->origin_id, strlen(s->origin_id)), size, fp,
-			     s->block_size };
+	/* The context (origin, size, listing fingerprint, block size, and
+	 * with a key file an id of its secret) seeds the path's hash. */
+	uint64_t nums[5] = { XXH3_64bits(s->origin_id, strlen(s->origin_id)), size, fp,
+			     s->block_size, s->key_seed };
 	XXH128_hash_t c = XXH3_128bits(nums, sizeof(nums));
 	XXH128_hash_t h = XXH3_128bits_withSeed(path, strlen(path), c.low64 ^ c.high64);
-	int n = snprintf(out->k, sizeof(out->k), "pfs1:%016llx%016llx:%llx",
-			 (unsigned long long)h.high64, (unsigned long long)h.low64,
-			 (unsigned long long)blk);
+	int n = snprintf(out->k, sizeof(out->k), "%s:%016llx%016llx:%llx",
+			 s->mac ? "pfsk" : "pfs1", (unsigned long long)h.high64,
+			 (unsigned long long)h.low64, (unsigned long long)blk);
 	out->klen = (size_t)n;
 	XXH128_hash_t kh = XXH3_128bits(out->k, out->klen);
 	out->h[0] = kh.low64;
@@ -69,39 +86,61 @@ static uint64_t value_sum(const struct pfs_shared_key *key, const char *v, size_
 	return XXH3_64bits_withSeed(data, len, key->h[0] ^ XXH3_64bits(v, vlen));
 }
 
+/* HMAC-SHA256 over the header (its sum zero), the validator and the
+ * block. 0, or -ENOMEM. */
+static int value_mac(const struct pfs_shared *s, const struct hdr *h, const char *v,
+		     const void *data, size_t len, unsigned char out[MAC_LEN])
+{
+	EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup(s->mac);
+	size_t ol = 0;
+	int ok = ctx && EVP_MAC_update(ctx, (const unsigned char *)h, sizeof(*h)) &&
+		 EVP_MAC_update(ctx, (const unsigned char *)v, h->vlen) &&
+		 EVP_MAC_update(ctx, data, len) && EVP_MAC_final(ctx, out, &ol, MAC_LEN) &&
+		 ol == MAC_LEN;
+	EVP_MAC_CTX_free(ctx);
+	return ok ? 0 : -ENOMEM;
+}
+
+/* The longest value a get accepts: header, MAC, validator, block. */
+static size_t value_cap(const struct pfs_shared *s)
+{
+	return sizeof(struct hdr) + MAC_LEN + PFS_SHARED_VALIDATOR_MAX + s->block_size;
+}
+
 /* 0 when val is a good value of key with len bytes: block into buf,
- * validator into v. */
-static int check_value(const struct pfs_shared_key *key, const char *val, size_t vallen,
-		       void *buf, size_t len, char *v)
+ * validator into v. -EINVAL: it does not check; -EACCES: its MAC does
+ * not (or it has none, or has one where none is expected). */
+static int check_value(const struct pfs_shared *s, const struct pfs_shared_key *key,
+		       const char *val, size_t vallen, void *buf, size_t len, char *v)
 {
 	struct hdr h;
 	if (vallen < sizeof(h))
 		return -EINVAL;
 	memcpy(&h, val, sizeof(h));
-	if (h.magic != MAGIC || h.format != FORMAT || h.zero || h.zero2 || h.len != len ||
-	    h.kh[0] != key->h[0] || h.kh[1] != key->h[1] || h.vlen == 0 ||
-	    h.vlen >= PFS_SHARED_VALIDATOR_MAX || vallen != sizeof(h) + h.vlen + len)
+	if (h.magic != MAGIC || (h.format != FORMAT && h.format != FORMAT_MAC))
 		return -EINVAL;
-	const char *vv = val + sizeof(h), *data = vv + h.vlen;
-	if (memchr(vv, 0, h.vlen) || value_sum(key, vv, h.vlen, data, len) != h.sum)
+	if ((h.format == FORMAT_MAC) != (s->mac != NULL))
+		return -EACCES;
+	size_t maclen = s->mac ? MAC_LEN : 0;
+	if (h.zero || h.zero2 || h.len != len || h.kh[0] != key->h[0] || h.kh[1] != key->h[1] ||
+	    h.vlen == 0 || h.vlen >= PFS_SHARED_VALIDATOR_MAX ||
+	    vallen != sizeof(h) + maclen + h.vlen + len)
+		return s->mac ? -EACCES : -EINVAL;
+	const char *vv = val + sizeof(h) + maclen, *data = vv + h.vlen;
+	if (memchr(vv, 0, h.vlen))
+		return s->mac ? -EACCES : -EINVAL;
+	if (s->mac) {
+		unsigned char mac[MAC_LEN];
+		if (h.sum || value_mac(s, &h, vv, data, len, mac) < 0 ||
+		    CRYPTO_memcmp(mac, val + sizeof(h), MAC_LEN))
+			return -EACCES;
+	} else if (value_sum(key, vv, h.vlen, data, len) != h.sum) {
 		return -EINVAL;
+	}
 	memcpy(buf, data, len);
 	memcpy(v, vv, h.vlen);
 	v[h.vlen] = 0;
 	return 0;
-}
-
-/* A connection and the route of a request about key, or NULL (none free,
- * or every server it could go to is down). */
-static memcached_st *conn_routed(struct pfs_shared *s, const struct pfs_shared_key *key,
-				 struct route *r)
-{
-	memcached_st *m = shared_conn_get(s);
-	if (m && shared_route(s, m, key, r) < 0) {
-		shared_conn_put(s, m);
-		m = NULL;
-	}
-	return m;
 }
 
 /* One get: 0 (checked hit), -ENOENT (absent), -ESTALE (another version
@@ -110,39 +149,47 @@ static int get_once(struct pfs_shared *s, const struct pfs_shared_key *key, cons
 		    void *buf, size_t len, char *v)
 {
 	struct route r;
-	memcached_st *m = conn_routed(s, key, &r);
-	if (!m)
+	if (shared_route(s, key, X_BLOCK, &r) < 0)
 		return -EIO;
-	size_t vallen = 0;
-	uint32_t flags = 0;
-	memcached_return_t rc;
-	char *val = memcached_get_by_key(m, r.gk, r.gkl, key->k, key->klen, &vallen, &flags,
-					 &rc);
-	shared_seen(s, &r, rc);
-	int ret;
-	if (val && rc == MEMCACHED_SUCCESS) {
-		ret = check_value(key, val, vallen, buf, len, v);
-		if (ret < 0) {
-			pfs_add(&s->st_bad, 1);
+	struct pfs_mc_server *mc = s->servers[r.idx].mc;
+	struct pfs_mc_value val = {0};
+	int rc = pfs_mc_get(mc, key->k, key->klen, value_cap(s), r.deadline, &val);
+	if (rc == -ENOENT) {
+		shared_answered(s, &r, X_SMALL);
+		return -ENOENT;
+	}
+	if (rc < 0) {
+		if (rc == -EFBIG)
+			pfs_add(&s->st_refused_big, 1);
+		shared_failure(s, &r, rc, "get");
+		return -EIO;
+	}
+	shared_answered(s, &r, X_BLOCK);
+	int ret = check_value(s, key, val.data, val.len, buf, len, v);
+	size_t vallen = val.len;
+	pfs_mc_value_done(mc, &val);
+	if (ret < 0) {
+		pfs_add(ret == -EACCES ? &s->st_auth : &s->st_bad, 1);
+		if (ret == -EACCES)
+			pfs_log_limited(PFS_LOG_WARN, "shared:auth",
+					"shared cache: a value under %s fails its MAC "
+					"(%zu bytes): deleted, fetched from the origin",
+					key->k, vallen);
+		else
 			pfs_log_limited(PFS_LOG_WARN, "shared:bad",
 					"shared cache: a value under %s does not check "
 					"(%zu bytes): deleted, fetched from the origin",
 					key->k, vallen);
-			memcached_delete_by_key(m, r.gk, r.gkl, key->k, key->klen, 0);
-			ret = -EIO;
-		} else if (pinned && pinned[0] && strcmp(pinned, v)) {
-			pfs_add(&s->st_stale, 1);
-			ret = -ESTALE;
-		}
-	} else if (rc == MEMCACHED_NOTFOUND || (rc == MEMCACHED_SUCCESS && !val)) {
-		ret = -ENOENT;
-	} else {
-		shared_failure(s, m, &r, rc, "get");
-		ret = -EIO;
+		struct route d;
+		if (shared_route(s, key, X_SMALL, &d) == 0 && d.idx == r.idx)
+			pfs_mc_delete(mc, key->k, key->klen, d.deadline);
+		return -EIO;
 	}
-	free(val);
-	shared_conn_put(s, m);
-	return ret;
+	if (pinned && pinned[0] && strcmp(pinned, v)) {
+		pfs_add(&s->st_stale, 1);
+		return -ESTALE;
+	}
+	return 0;
 }
 
 int pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key, const char *pinned,
@@ -168,43 +215,38 @@ int pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key)
 	size_t lkl;
 	lock_key(key, lk, sizeof(lk), &lkl);
 	struct route r;
-	memcached_st *m = conn_routed(s, key, &r);
-	if (!m)
+	if (shared_route(s, key, X_SMALL, &r) < 0)
 		return -1;
-	memcached_return_t rc = memcached_add_by_key(m, r.gk, r.gkl, lk, lkl, "1", 1, LOCK_TTL, 0);
-	shared_seen(s, &r, rc);
-	int ret = -1;
-	if (rc == MEMCACHED_SUCCESS)
-		ret = 1;
-	else if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS)
-		ret = 0;
-	else
-		shared_failure(s, m, &r, rc, "lock");
-	shared_conn_put(s, m);
-	return ret;
+	struct iovec one = {"1", 1};
+	int rc = pfs_mc_set(s->servers[r.idx].mc, 1, lk, lkl, &one, 1, LOCK_TTL, r.deadline);
+	if (rc == 0 || rc == -EEXIST) {
+		shared_answered(s, &r, X_SMALL);
+		return rc == 0 ? 1 : 0;
+	}
+	shared_failure(s, &r, rc, "lock");
+	return -1;
 }
 
-/* 1 while the lock item of key exists, 0 when gone, -1 on failure. A get:
- * libmemcached's exist() is an add over the text protocol. */
+/* 1 while the lock item of key exists, 0 when gone, -1 on failure. */
 static int lock_held(struct pfs_shared *s, const struct pfs_shared_key *key)
 {
 	char lk[PFS_SHARED_KEY_MAX + 4];
-	size_t lkl, vl = 0;
-	uint32_t fl;
-	struct route r;
+	size_t lkl;
 	lock_key(key, lk, sizeof(lk), &lkl);
-	memcached_st *m = conn_routed(s, key, &r);
-	if (!m)
+	struct route r;
+	if (shared_route(s, key, X_SMALL, &r) < 0)
 		return -1;
-	memcached_return_t rc;
-	char *val = memcached_get_by_key(m, r.gk, r.gkl, lk, lkl, &vl, &fl, &rc);
-	shared_seen(s, &r, rc);
-	free(val);
-	int ret = rc == MEMCACHED_SUCCESS ? 1 : rc == MEMCACHED_NOTFOUND ? 0 : -1;
-	if (ret < 0)
-		shared_failure(s, m, &r, rc, "lock check");
-	shared_conn_put(s, m);
-	return ret;
+	struct pfs_mc_server *mc = s->servers[r.idx].mc;
+	struct pfs_mc_value val = {0};
+	int rc = pfs_mc_get(mc, lk, lkl, 16, r.deadline, &val);
+	if (rc == 0 || rc == -ENOENT) {
+		shared_answered(s, &r, X_SMALL);
+		if (rc == 0)
+			pfs_mc_value_done(mc, &val);
+		return rc == 0;
+	}
+	shared_failure(s, &r, rc, "lock check");
+	return -1;
 }
 
 int pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key,
@@ -255,62 +297,100 @@ static void item_done(struct qitem *it)
 	free(it);
 }
 
-/* Stores one item; vbuf, vcap: the reused value buffer. */
-static void store(struct pfs_shared *s, struct qitem *it, char **vbuf, size_t *vcap)
+/* Sleeps ms, unless the shared tier is being destroyed. */
+static void store_pause(struct pfs_shared *s, unsigned ms)
+{
+	if (pfs_load(&s->stop_deadline))
+		return;
+	struct timespec ts = {0, (long)ms * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Stores one item on the server its key routes to, never another: a
+ * reader looks for it there. A timeout or a bad answer is retried
+ * (STORE_TRIES in all, a pause between: off the read path); a server
+ * that is not there, or out, drops it (counted). */
+static void store(struct pfs_shared *s, struct qitem *it)
 {
 	struct route r;
-	memcached_st *m = s->wconn;
-	if (shared_route(s, m, &it->key, &r) < 0)
-		return; /* every server it could go to is down; a lock expires */
+	if (shared_route(s, &it->key, it->data ? X_BLOCK : X_SMALL, &r) < 0) {
+		pfs_add(&s->st_store_failed, it->data != NULL);
+		return; /* every server it could go to is out; a lock expires */
+	}
+	int idx = r.idx;
+	struct pfs_mc_server *mc = s->servers[idx].mc;
 	if (it->data) {
-		size_t vlen = strlen(it->v), total = sizeof(struct hdr) + vlen + it->len;
-		if (total > *vcap) {
-			char *nb = realloc(*vbuf, total);
-			if (!nb)
+		size_t vlen = strlen(it->v), maclen = s->mac ? MAC_LEN : 0;
+		size_t total = sizeof(struct hdr) + maclen + vlen + it->len;
+		struct hdr h = { .magic = MAGIC, .format = s->mac ? FORMAT_MAC : FORMAT,
+				 .vlen = (uint8_t)vlen, .len = (uint32_t)it->len,
+				 .kh = { it->key.h[0], it->key.h[1] } };
+		unsigned char mac[MAC_LEN];
+		if (s->mac) {
+			if (value_mac(s, &h, it->v, it->data, it->len, mac) < 0)
 				goto unlock;
-			*vbuf = nb;
-			*vcap = total;
-		}
-		struct hdr h = { .magic = MAGIC, .format = FORMAT, .vlen = (uint8_t)vlen,
-				 .len = (uint32_t)it->len, .kh = { it->key.h[0], it->key.h[1] },
-				 .sum = value_sum(&it->key, it->v, vlen, it->data, it->len) };
-		memcpy(*vbuf, &h, sizeof(h));
-		memcpy(*vbuf + sizeof(h), it->v, vlen);
-		memcpy(*vbuf + sizeof(h) + vlen, it->data, it->len);
-		memcached_return_t rc = memcached_set_by_key(m, r.gk, r.gkl, it->key.k,
-							     it->key.klen, *vbuf, total, 0, 0);
-		shared_seen(s, &r, rc);
-		if (rc == MEMCACHED_SUCCESS) {
-			pfs_add(&s->st_stores, 1);
-			pfs_add(&s->st_bytes, it->len);
-		} else if (rc == MEMCACHED_E2BIG) {
-			pfs_add(&s->st_big, 1);
-			if (!__atomic_exchange_n(&s->warned_big, 1, __ATOMIC_RELAXED))
-				pfs_warn("shared cache: a server refused a %zu-byte item as too "
-					 "large: start memcached with -I larger than block_size "
-					 "+ 1 KiB (-I 2m for 1M blocks); such blocks are not shared",
-					 total);
 		} else {
-			shared_failure(s, m, &r, rc, "store");
+			h.sum = value_sum(&it->key, it->v, vlen, it->data, it->len);
 		}
+		struct iovec iov[4] = {{&h, sizeof(h)}, {mac, maclen}, {it->v, vlen},
+				       {(void *)it->data, it->len}};
+		for (int t = 0; t < STORE_TRIES; t++) {
+			if (t && (shared_route(s, &it->key, X_BLOCK, &r) < 0 || r.idx != idx))
+				break; /* out now: dropped, not sent elsewhere */
+			int rc = pfs_mc_set(mc, 0, it->key.k, it->key.klen, iov, 4, 0, r.deadline);
+			if (rc == 0) {
+				shared_answered(s, &r, X_BLOCK);
+				pfs_add(&s->st_stores, 1);
+				pfs_add(&s->st_bytes, it->len);
+				goto unlock;
+			}
+			if (rc == -E2BIG) {
+				shared_answered(s, &r, X_SMALL);
+				pfs_add(&s->st_big, 1);
+				if (!__atomic_exchange_n(&s->warned_big, 1, __ATOMIC_RELAXED))
+					pfs_warn("shared cache: a server refused a %zu-byte item as "
+						 "too large: start memcached with -I larger than "
+						 "block_size + 1 KiB (-I 2m for 1M blocks); such "
+						 "blocks are not shared", total);
+				goto unlock;
+			}
+			if (rc == -ENOSPC) { /* an answer: the server is alive, and full */
+				shared_answered(s, &r, X_SMALL);
+				pfs_add(&s->st_errors, 1);
+				pfs_log_limited(PFS_LOG_WARN, "shared:full", "shared cache: server "
+						"%s:%u is full and may not evict (memcached -M): "
+						"stores refused", s->servers[idx].name,
+						s->servers[idx].port);
+				goto unlock;
+			}
+			shared_failure(s, &r, rc, "store");
+			if (pfs_mc_is_dead(rc))
+				break;
+			if (t + 1 < STORE_TRIES) {
+				pfs_add(&s->st_store_retries, 1);
+				store_pause(s, 50u << t);
+			}
+		}
+		pfs_add(&s->st_store_failed, 1);
 	}
 unlock:
 	if (it->unlock) {
 		char lk[PFS_SHARED_KEY_MAX + 4];
 		size_t lkl;
 		lock_key(&it->key, lk, sizeof(lk), &lkl);
-		memcached_return_t rc = memcached_delete_by_key(m, r.gk, r.gkl, lk, lkl, 0);
-		shared_seen(s, &r, rc);
-		if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_NOTFOUND)
-			shared_failure(s, m, &r, rc, "unlock");
+		if (shared_route(s, &it->key, X_SMALL, &r) < 0)
+			return;
+		int rc = pfs_mc_delete(s->servers[r.idx].mc, lk, lkl, r.deadline);
+		if (rc == 0 || rc == -ENOENT)
+			shared_answered(s, &r, X_SMALL);
+		else
+			shared_failure(s, &r, rc, "unlock");
 	}
 }
 
 static void *writer_main(void *arg)
 {
 	struct pfs_shared *s = arg;
-	char *vbuf = NULL;
-	size_t vcap = 0;
 	pthread_mutex_lock(&s->q_lock);
 	for (;;) {
 		while (!s->q_head && !s->stop)
@@ -323,12 +403,12 @@ static void *writer_main(void *arg)
 			s->q_tail = NULL;
 		/* Past the deadline of a destroy, the rest is dropped (its
 		 * holds released, its locks left to expire). */
-		int drop = s->stop && pfs_clock_ns() > s->stop_deadline;
+		int drop = s->stop && pfs_clock_ns() > pfs_load(&s->stop_deadline);
 		pthread_mutex_unlock(&s->q_lock);
 		if (drop)
 			pfs_add(&s->st_dropped, it->data != NULL);
 		else
-			store(s, it, &vbuf, &vcap);
+			store(s, it);
 		size_t len = it->data ? it->len : 0;
 		item_done(it);
 		pthread_mutex_lock(&s->q_lock);
@@ -338,7 +418,6 @@ static void *writer_main(void *arg)
 		pthread_cond_broadcast(&s->q_done);
 	}
 	pthread_mutex_unlock(&s->q_lock);
-	free(vbuf);
 	return NULL;
 }
 
@@ -427,6 +506,103 @@ void pfs_shared_flush(struct pfs_shared *s)
 
 /* ---- life cycle ---------------------------------------------------------- */
 
+/* Reads the secret of key_file into buf (a trailing newline stripped):
+ * its length, or a negative errno after logging why (never the bytes). */
+static ssize_t read_key_file(const char *path, unsigned char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int e = errno;
+		pfs_err("shared_key_file %s: %s", path, strerror(e));
+		return -e;
+	}
+	struct stat st;
+	ssize_t n = -EINVAL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		pfs_err("shared_key_file %s: not a regular file", path);
+		goto out;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & (S_IRWXG | S_IRWXO))) {
+		pfs_err("shared_key_file %s: must be owned by this user and readable by it "
+			"only (chmod 600); it is mode %03o, owner %u", path,
+			(unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
+		n = -EACCES;
+		goto out;
+	}
+	size_t len = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			n = -errno;
+			pfs_err("shared_key_file %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len == cap) {
+			pfs_err("shared_key_file %s: longer than %zu bytes", path, cap - 1);
+			goto out;
+		}
+	}
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len && buf[len - 1] == '\r')
+		len--;
+	if (len < KEY_FILE_MIN) {
+		pfs_err("shared_key_file %s: %zu bytes; at least %d are needed (head -c 32 "
+			"/dev/urandom | base64 > FILE)", path, len, KEY_FILE_MIN);
+		goto out;
+	}
+	n = (ssize_t)len;
+out:
+	close(fd);
+	return n;
+}
+
+/* The MAC template and the key seed from the key file. */
+static int mac_setup(struct pfs_shared *s, const char *path)
+{
+	unsigned char key[KEY_FILE_MAX + 1];
+	ssize_t n = read_key_file(path, key, sizeof(key));
+	if (n < 0)
+		return (int)n;
+	int rc = -ENOMEM;
+	EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
+	char digest[] = "SHA256";
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+		OSSL_PARAM_construct_end(),
+	};
+	if (!ctx || !EVP_MAC_init(ctx, key, (size_t)n, params)) {
+		pfs_err("shared cache: OpenSSL has no HMAC-SHA256");
+		EVP_MAC_CTX_free(ctx);
+		goto out;
+	}
+	s->mac = ctx;
+	/* The key id seeds every key: the MAC of a fixed text, so it says
+	 * nothing of the secret. */
+	unsigned char id[MAC_LEN];
+	EVP_MAC_CTX *c2 = EVP_MAC_CTX_dup(ctx);
+	size_t ol = 0;
+	static const char label[] = "prestofs shared key id";
+	if (!c2 || !EVP_MAC_update(c2, (const unsigned char *)label, sizeof(label) - 1) ||
+	    !EVP_MAC_final(c2, id, &ol, sizeof(id))) {
+		EVP_MAC_CTX_free(c2);
+		goto out;
+	}
+	EVP_MAC_CTX_free(c2);
+	memcpy(&s->key_seed, id, sizeof(s->key_seed));
+	rc = 0;
+out:
+	OPENSSL_cleanse(key, sizeof(key));
+	EVP_MAC_free(mac);
+	return rc;
+}
+
 int pfs_shared_create(const struct pfs_shared_opts *o, struct pfs_shared **out)
 {
 	char err[400];
@@ -436,26 +612,26 @@ int pfs_shared_create(const struct pfs_shared_opts *o, struct pfs_shared **out)
 	if (!s)
 		return -ENOMEM;
 	s->block_size = o->block_size;
-	s->timeout = o->timeout > 0 ? o->timeout : 0.05;
+	s->timeout = o->timeout > 0 ? o->timeout : PFS_SHARED_TIMEOUT;
 	s->lock_wait = o->lock_wait >= 0 ? o->lock_wait : 0.5;
 	s->retry = o->retry > 0 ? o->retry : 2;
 	if (!(s->origin_id = strdup(o->origin_id ? o->origin_id : "")))
 		goto fail;
-	if (!(s->master = memcached_create(NULL)))
-		goto fail;
+	if (o->key_file && o->key_file[0]) {
+		if ((rc = mac_setup(s, o->key_file)) < 0)
+			goto fail;
+	} else {
+		pfs_warn("shared cache: no shared_key_file: values are checked for damage but "
+			 "not authenticated, so whoever can reach the memcached servers can "
+			 "change what this mount reads (see prestofs(1), SHARED TIER)");
+	}
 	if ((rc = shared_servers_add(s, o->servers, err, sizeof(err))) < 0) {
 		pfs_err("shared cache: %s", err);
 		goto fail;
 	}
-	if ((rc = shared_configure(s)) < 0)
-		goto fail;
 	rc = -ENOMEM;
-	if (!(s->wconn = memcached_clone(NULL, s->master)))
-		goto fail;
-	if (shared_pool_init(s))
-		goto fail;
 	if (pthread_mutex_init(&s->q_lock, NULL))
-		goto fail_pool;
+		goto fail;
 	if (pthread_cond_init(&s->q_cond, NULL))
 		goto fail_mutex;
 	if (pthread_cond_init(&s->q_done, NULL))
@@ -470,14 +646,9 @@ fail_cond:
 	pthread_cond_destroy(&s->q_cond);
 fail_mutex:
 	pthread_mutex_destroy(&s->q_lock);
-fail_pool:
-	shared_pool_fini(s);
 fail:
-	if (s->wconn)
-		memcached_free(s->wconn);
-	if (s->master)
-		memcached_free(s->master);
-	free(s->servers);
+	shared_servers_free(s);
+	EVP_MAC_CTX_free(s->mac);
 	free(s->origin_id);
 	free(s);
 	return rc;
@@ -487,19 +658,18 @@ void pfs_shared_destroy(struct pfs_shared *s)
 {
 	if (!s)
 		return;
+	/* Every exchange from now on, and those in flight, end by then. */
+	pfs_store(&s->stop_deadline, pfs_clock_ns() + STOP_NS);
 	pthread_mutex_lock(&s->q_lock);
 	s->stop = 1;
-	s->stop_deadline = pfs_clock_ns() + STOP_NS;
 	pthread_cond_signal(&s->q_cond);
 	pthread_mutex_unlock(&s->q_lock);
 	pthread_join(s->writer, NULL);
 	pthread_cond_destroy(&s->q_done);
 	pthread_cond_destroy(&s->q_cond);
 	pthread_mutex_destroy(&s->q_lock);
-	shared_pool_fini(s);
-	memcached_free(s->wconn);
-	memcached_free(s->master);
-	free(s->servers);
+	shared_servers_free(s);
+	EVP_MAC_CTX_free(s->mac);
 	free(s->origin_id);
 	free(s);
 }
@@ -528,7 +698,16 @@ void pfs_shared_stats(struct pfs_shared *s, struct pfs_shared_stats *out)
 	pthread_mutex_unlock(&s->q_lock);
 	out->servers = s->nservers;
 	out->skipped = pfs_load(&s->st_skipped);
-	out->busy = pfs_load(&s->st_busy);
+	out->auth_failures = pfs_load(&s->st_auth);
+	out->too_long = pfs_load(&s->st_refused_big);
+	out->store_retries = pfs_load(&s->st_store_retries);
+	out->store_failures = pfs_load(&s->st_store_failed);
+	double dl = 0;
+	for (size_t i = 0; i < s->nservers; i++) {
+		double d = shared_deadline_s(s, (int)i, X_BLOCK);
+		dl = d > dl ? d : dl;
+	}
+	out->deadline_ms = (uint64_t)(dl * 1000 + 0.5);
 	uint64_t now = pfs_clock_ns();
 	for (size_t i = 0; i < s->nservers; i++)
 		out->servers_down += pfs_load(&s->servers[i].down_until) > now;
@@ -552,7 +731,11 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("shared.servers", servers, 1),
 	ROW("shared.servers_down", servers_down, 1),
 	ROW("shared.skipped", skipped, 0),
-	ROW("shared.busy", busy, 0),
+	ROW("shared.auth_failures", auth_failures, 0),
+	ROW("shared.too_long", too_long, 0),
+	ROW("shared.store_retries", store_retries, 0),
+	ROW("shared.store_failures", store_failures, 0),
+	ROW("shared.deadline_ms", deadline_ms, 1),
 };
 #undef ROW
 

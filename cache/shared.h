@@ -4,37 +4,43 @@
  * RAM -> SSD -> shared -> origin. A block that came from the origin is
  * stored here off the read's critical path (one writer thread, a bounded
  * queue); a miss in RAM and SSD asks here first. The servers are spread
- * over by libmemcached's consistent hashing (ketama), so the nodes' caches
- * add up, and a dead server's keys fall to the others.
+ * over by consistent hashing (a ring, shared_conn.c), so the nodes' caches
+ * add up, and a dead server's keys fall to the others. The exchanges are
+ * prestofs's own (mc.h): each has one deadline for all of it, and no
+ * value longer than a block and its header is ever read.
  *
- * Keys: "pfs1:" + 32 hex digits of XXH3-128 over (origin identity, path,
- * listing fingerprint, size, block size) + ":" + the block index in hex:
+ * Keys: "pfs1:" (with a key file "pfsk:") + 32 hex digits of XXH3-128
+ * over (origin identity, path, listing fingerprint, size, block size, and
+ * with a key file an id of its secret) + ":" + the block index in hex:
  * under memcached's 250 bytes, and no path or origin in the clear. Values:
  * a header (magic, format version, length, XXH3-128 of the key, validator,
  * checksum of validator and data) then the block. A get checks all of it
  * against what it asked for: any mismatch is counted, the item deleted,
  * and the get is a miss. So garbage written by another client under one of
- * our keys is never served (the checksum is not a MAC: memcached has no
- * authentication, and whoever can write to it on purpose can forge one;
- * bind it to a private network, see prestofs(1)).
+ * our keys is never served. The checksum is not a MAC: whoever can write
+ * to memcached on purpose can forge one. With a key file (key_file), the
+ * value carries HMAC-SHA256 under its secret instead, and a value whose
+ * MAC does not check is a miss, counted (shared.auth_failures), deleted.
  *
  * The caller (fs/) pins the validator a value carries, as for the SSD tier:
  * a block of another version than the one pinned is never used.
  *
- * Failures never fail a read: a dead or slow server costs at most about
- * `timeout` per request; refused or reset once, or timed out twice in a
- * row, it is left out for `retry` seconds (per process: its keys go where
- * ketama puts "KEY#1", ...); the get is a miss. Too-large items (memcached's -I) are counted and
- * logged once.
+ * Failures never fail a read: each exchange has a deadline from its
+ * server's observed latency (shared_conn.c), at most `timeout`; a server
+ * that refuses or resets is left out for `retry` seconds at once (its keys
+ * go where the ring puts "KEY#1", ...), one that times out only after
+ * repeated timeouts; the get is a miss. A store goes to its key's server
+ * only, retried a little on a timeout, else dropped (counted). Too-large
+ * items (memcached's -I) are counted and logged once.
  *
  * No herd: pfs_shared_lock() adds a lock item (TTL 2 s) for a missing
  * block; the one caller that adds it fetches from the origin, the others
  * wait for the block in memcached (pfs_shared_wait: polls, at most
  * lock_wait) and then fetch it themselves.
  *
- * Thread-safe: connections come from a pool (at most PFS_SHARED_CONNS);
- * the store queue has its own lock. Never logs a key's inputs' secrets:
- * the origin identity given must be secret-free.
+ * Thread-safe: each exchange takes a connection of its own (mc.h); the
+ * store queue has its own lock. Never logs a key's inputs' secrets (the
+ * origin identity given must be secret-free), nor the key file's bytes.
  */
 #ifndef PFS_SHARED_H
 #define PFS_SHARED_H
@@ -44,7 +50,7 @@
 
 #include "../util/stats.h"
 
-#define PFS_SHARED_CONNS 32
+#define PFS_SHARED_TIMEOUT 1.0 /* s: the default ceiling of a deadline */
 #define PFS_SHARED_KEY_MAX 64
 #define PFS_SHARED_VALIDATOR_MAX 128 /* PFS_ETAG_MAX */
 #define PFS_SHARED_QUEUE_MAX (64u << 20) /* bytes of blocks waiting to be stored */
@@ -53,7 +59,9 @@ struct pfs_shared_opts {
 	const char *servers;   /* "host:port+host:port..." (copied) */
 	const char *origin_id; /* secret-free origin name, part of every key */
 	size_t block_size;
-	double timeout;        /* seconds, a request's bound (0.05) */
+	double timeout;        /* seconds, the ceiling of an exchange's
+				* deadline (PFS_SHARED_TIMEOUT) */
+	const char *key_file;  /* NULL: values are not authenticated */
 	double retry;          /* seconds a failed server is skipped (2) */
 	double lock_wait;      /* seconds a get waits for another's fetch (0.5) */
 };
@@ -74,7 +82,8 @@ struct pfs_shared;
 int pfs_shared_parse_servers(const char *spec, char *err, size_t errcap);
 
 /* Connects nothing yet (connections open on first use). 0 and *out, or
- * -EINVAL (bad server list: logged), -ENOMEM. */
+ * -EINVAL (bad server list, bad key file: logged), -EACCES (a key file
+ * others may read), -ENOENT, -ENOMEM. */
 int pfs_shared_create(const struct pfs_shared_opts *o, struct pfs_shared **out);
 /* Stores what is queued (for at most about 2 s: then the rest is dropped,
  * its data released), then frees. NULL ok. */
@@ -126,23 +135,29 @@ struct pfs_shared_stats {
 	uint64_t hits, misses;      /* gets: checked hits / all else */
 	uint64_t stores;            /* values stored */
 	uint64_t bytes;             /* block bytes stored (without headers) */
-	uint64_t errors;            /* requests a server failed (not timeouts) */
-	uint64_t timeouts;          /* requests past `timeout` */
+	uint64_t errors;            /* exchanges a server failed (not timeouts) */
+	uint64_t timeouts;          /* exchanges past their deadline */
 	uint64_t checksum_failures; /* values that did not check (deleted) */
+	uint64_t auth_failures;     /* values whose MAC did not check, or
+				     * without one (key file; deleted) */
+	uint64_t too_long;          /* answers declaring a value longer than
+				     * a block and its header (refused) */
 	uint64_t stale;             /* values of another version than pinned */
 	uint64_t lock_waits;        /* gets that waited for another's fetch */
 	uint64_t lock_wait_hits;    /* of those, found it */
 	uint64_t too_large;         /* stores refused as larger than -I */
 	uint64_t dropped;           /* stores not queued (queue full) */
+	uint64_t store_retries;     /* stores sent again after a timeout */
+	uint64_t store_failures;    /* stores given up: their server out,
+				     * not there, or timing out */
 	uint64_t queued;            /* gauge: stores waiting (0: every one
 				     * processed: stored, refused or failed) */
 	uint64_t servers;           /* gauge: servers configured */
 	uint64_t servers_down;      /* gauge: of those, left out now */
 	uint64_t skipped;           /* requests not sent: every server they
 				     * could go to was down */
-	uint64_t busy;              /* requests not sent: no connection free
-				     * within `timeout` (all PFS_SHARED_CONNS
-				     * in use) */
+	uint64_t deadline_ms;       /* gauge: the longest deadline a block's
+				     * get has now, over the servers */
 };
 void pfs_shared_stats(struct pfs_shared *s, struct pfs_shared_stats *out);
 /* Stats source (pfs_stats_fn): shared.hits, ... (prestofs(1)). NULL: zeros. */

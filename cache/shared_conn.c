@@ -1,26 +1,29 @@
-/* shared_conn.c - the shared tier's connection layer (shared_int.h): the
- * server list, the pool of connections, and the health of each server.
+/* shared_conn.c - the shared tier's server layer (shared_int.h): the
+ * server list, the hash ring, and each server's latency and health.
  *
- * Failed servers: libmemcached 1.1.4 ejects a server that refuses
- * connections but never one that times out (a hung host cost every
- * request the full timeout: measured), and each connection would learn on
- * its own. So the health of each server is kept here, once per process: a
- * request refused or reset, or a second timeout in a row, marks its server
- * down for `retry` seconds (a single slow answer on a loaded host does
- * not). Requests are routed with the *_by_key calls: a key goes where
- * ketama puts it, else, while that server is down, where ketama puts
- * "KEY#1", "KEY#2", ... (the first live one). Every node computes the same
- * fallback, so a dead server's keys fall to the same other servers
- * everywhere; nodes may disagree for a while about which servers are
- * alive, which costs misses, never bytes: every value is checked on the
- * way in (shared.c).
+ * Routing: a ring of RING_POINTS points per server (XXH3 of "host:port-i"),
+ * a key going to the first point at or after its own hash. Every node
+ * builds the same ring from the same list, so the nodes' caches add up.
+ * While a server is out, its keys go where the ring puts "KEY#1",
+ * "KEY#2", ... (the first that is up): the same fallback on every node.
+ *
+ * Slow is not dead. A refused or reset connection takes a server out for
+ * `retry` seconds at once; a timeout does only when FAILS_DOWN of them
+ * come within FAIL_WINDOW_NS without an answer in between. Each exchange
+ * gets a deadline from its server's own latency, as TCP's retransmission
+ * timeout: smoothed latency plus four mean deviations (RFC 6298), one
+ * estimate for exchanges that carry a block and one for the small ones,
+ * clamped to [DEADLINE_FLOOR, timeout]; before its first answers, the
+ * ceiling. So a loaded node that answers a 1 MiB value in 80 ms is
+ * waited for, and a hung server costs each read one deadline of what
+ * that server usually takes, until it is taken out.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <xxhash.h>
 
 #include "shared_int.h"
 #include "../util/atomic.h"
@@ -28,7 +31,6 @@
 #include "../util/log.h"
 
 /* ---- server list ------------------------------------------------------- */
-
 /* Calls fn for each "host:port" of spec; stops at the first error. */
 static int each_server(const char *spec, int (*fn)(void *, const char *, unsigned), void *ctx,
 		       char *err, size_t errcap)
@@ -125,209 +127,170 @@ static int add_server(void *ctx, const char *host, unsigned port)
 	memset(n, 0, sizeof(*n));
 	snprintf(n->name, sizeof(n->name), "%s", host);
 	n->port = port;
-	if (memcached_server_add(s->master, host, (in_port_t)port) != MEMCACHED_SUCCESS)
-		return -EINVAL;
+	if (pthread_mutex_init(&n->lock, NULL))
+		return -ENOMEM;
+	if (pfs_mc_server_create(host, port, &n->mc) < 0) {
+		pthread_mutex_destroy(&n->lock);
+		return -ENOMEM;
+	}
 	s->nservers++;
+	return 0;
+}
+
+static int point_cmp(const void *a, const void *b)
+{
+	const struct ring_point *x = a, *y = b;
+	return x->h < y->h ? -1 : x->h > y->h ? 1 : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int ring_build(struct pfs_shared *s)
+{
+	s->nring = s->nservers * RING_POINTS;
+	s->ring = calloc(s->nring, sizeof(*s->ring));
+	if (!s->ring)
+		return -ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < s->nservers; i++)
+		for (int p = 0; p < RING_POINTS; p++) {
+			char id[HOST_MAX + 32];
+			int n = snprintf(id, sizeof(id), "%s:%u-%d", s->servers[i].name,
+					 s->servers[i].port, p);
+			s->ring[k++] = (struct ring_point){XXH3_64bits(id, (size_t)n), (uint32_t)i};
+		}
+	qsort(s->ring, s->nring, sizeof(*s->ring), point_cmp);
 	return 0;
 }
 
 int shared_servers_add(struct pfs_shared *s, const char *spec, char *err, size_t errcap)
 {
 	int rc = each_server(spec, add_server, s, err, errcap);
-	return rc < 0 ? rc : 0;
-}
-
-int shared_configure(struct pfs_shared *s)
-{
-	memcached_st *m = s->master;
-	uint64_t ms = (uint64_t)(s->timeout * 1000.0 + 0.5);
-	if (ms == 0)
-		ms = 1;
-	struct {
-		memcached_behavior_t b;
-		uint64_t v;
-	} set[] = {
-		{MEMCACHED_BEHAVIOR_KETAMA, 1}, /* consistent hashing, MD5 ring */
-		{MEMCACHED_BEHAVIOR_NO_BLOCK, 1},
-		{MEMCACHED_BEHAVIOR_TCP_NODELAY, 1},
-		{MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, ms},
-		{MEMCACHED_BEHAVIOR_POLL_TIMEOUT, ms},
-		{MEMCACHED_BEHAVIOR_SND_TIMEOUT, ms * 1000},
-		{MEMCACHED_BEHAVIOR_RCV_TIMEOUT, ms * 1000},
-		/* The ring never changes (route() steers around servers that
-		 * are down), so every clone and every node hashes alike. */
-		{MEMCACHED_BEHAVIOR_REMOVE_FAILED_SERVERS, 0},
-		{MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, s->retry < 1 ? 1 : (uint64_t)s->retry},
-	};
-	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
-		if (memcached_behavior_set(m, set[i].b, set[i].v) != MEMCACHED_SUCCESS) {
-			pfs_err("shared cache: libmemcached refused behavior %d", (int)set[i].b);
-			return -EINVAL;
-		}
+	if (rc < 0)
+		return rc;
+	if (ring_build(s) < 0) {
+		snprintf(err, errcap, "out of memory");
+		return -ENOMEM;
+	}
 	return 0;
 }
 
-/* ---- the pool ------------------------------------------------------------ */
-
-int shared_pool_init(struct pfs_shared *s)
+void shared_servers_free(struct pfs_shared *s)
 {
-	pthread_condattr_t ca;
-	if (pthread_mutex_init(&s->pool.lock, NULL))
-		return -ENOMEM;
-	if (pthread_condattr_init(&ca) || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) ||
-	    pthread_cond_init(&s->pool.cond, &ca)) {
-		pthread_mutex_destroy(&s->pool.lock);
-		return -ENOMEM;
+	for (size_t i = 0; i < s->nservers; i++) {
+		pfs_mc_server_destroy(s->servers[i].mc);
+		pthread_mutex_destroy(&s->servers[i].lock);
 	}
-	pthread_condattr_destroy(&ca);
-	return 0;
+	free(s->servers);
+	free(s->ring);
 }
 
-void shared_pool_fini(struct pfs_shared *s)
-{
-	for (size_t i = 0; i < s->pool.nidle; i++)
-		memcached_free(s->pool.idle[i]);
-	pthread_cond_destroy(&s->pool.cond);
-	pthread_mutex_destroy(&s->pool.lock);
-}
+/* ---- routing ----------------------------------------------------------------- */
 
-memcached_st *shared_conn_get(struct pfs_shared *s)
+static int ring_lookup(const struct pfs_shared *s, const char *k, size_t kl)
 {
-	struct conn_pool *p = &s->pool;
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)(s->timeout * 1e9);
-	dl.tv_sec += (time_t)(ns / 1000000000u);
-	dl.tv_nsec = (long)(ns % 1000000000u);
-	memcached_st *m = NULL;
-	pthread_mutex_lock(&p->lock);
-	while (!p->nidle && p->created == PFS_SHARED_CONNS)
-		if (pthread_cond_timedwait(&p->cond, &p->lock, &dl) == ETIMEDOUT)
-			break;
-	if (p->nidle)
-		m = p->idle[--p->nidle];
-	else if (p->created < PFS_SHARED_CONNS)
-		p->created++; /* clone outside the lock */
-	else {
-		pthread_mutex_unlock(&p->lock);
-		pfs_add(&s->st_busy, 1);
-		return NULL;
+	uint64_t h = XXH3_64bits(k, kl);
+	size_t lo = 0, hi = s->nring;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->ring[mid].h < h)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	pthread_mutex_unlock(&p->lock);
-	if (m)
-		return m;
-	if (!(m = memcached_clone(NULL, s->master))) {
-		pthread_mutex_lock(&p->lock);
-		p->created--;
-		pthread_cond_signal(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-		pfs_add(&s->st_errors, 1);
-	}
-	return m;
+	return (int)s->ring[lo == s->nring ? 0 : lo].idx;
 }
 
-void shared_conn_put(struct pfs_shared *s, memcached_st *m)
+double shared_deadline_s(struct pfs_shared *s, int idx, enum xkind kind)
 {
-	struct conn_pool *p = &s->pool;
-	pthread_mutex_lock(&p->lock);
-	p->idle[p->nidle++] = m;
-	pthread_cond_signal(&p->cond);
-	pthread_mutex_unlock(&p->lock);
+	struct server *sv = &s->servers[idx];
+	pthread_mutex_lock(&sv->lock);
+	struct est e = sv->est[kind];
+	pthread_mutex_unlock(&sv->lock);
+	double floor = DEADLINE_FLOOR < s->timeout ? DEADLINE_FLOOR : s->timeout;
+	if (e.n < 1)
+		return s->timeout;
+	double d = e.srtt + 4 * e.rttvar;
+	return d < floor ? floor : d > s->timeout ? s->timeout : d;
 }
 
-/* ---- routing and health ---------------------------------------------------- */
-
-static int server_index(const struct pfs_shared *s, const memcached_instance_st *inst)
-{
-	if (!inst)
-		return -1;
-	const char *name = memcached_server_name(inst);
-	unsigned port = memcached_server_port(inst);
-	for (size_t i = 0; i < s->nservers; i++)
-		if (s->servers[i].port == port && name && !strcmp(s->servers[i].name, name))
-			return (int)i;
-	return -1;
-}
-
-/* Picks the group key of a request about `key`: key itself, else the
- * first "key#i" whose server is up. -EHOSTDOWN when every try lands on a
- * server that is down (the request is skipped: a miss, no wait). */
-int shared_route(struct pfs_shared *s, memcached_st *m, const struct pfs_shared_key *key,
+int shared_route(struct pfs_shared *s, const struct pfs_shared_key *key, enum xkind kind,
 		 struct route *r)
 {
 	uint64_t now = pfs_clock_ns();
 	for (int i = 0; i < ROUTE_TRIES; i++) {
-		if (i == 0)
-			r->gkl = (size_t)snprintf(r->gk, sizeof(r->gk), "%s", key->k);
-		else
-			r->gkl = (size_t)snprintf(r->gk, sizeof(r->gk), "%s#%d", key->k, i);
-		memcached_return_t rc;
-		r->idx = server_index(s, memcached_server_by_key(m, r->gk, r->gkl, &rc));
-		if (r->idx < 0)
-			return -EHOSTDOWN;
-		if (pfs_load(&s->servers[r->idx].down_until) <= now)
-			return 0;
+		char gk[PFS_SHARED_KEY_MAX + 8];
+		int n = i == 0 ? snprintf(gk, sizeof(gk), "%s", key->k)
+			       : snprintf(gk, sizeof(gk), "%s#%d", key->k, i);
+		int idx = ring_lookup(s, gk, (size_t)n);
+		if (pfs_load(&s->servers[idx].down_until) > now)
+			continue;
+		r->idx = idx;
+		r->kind = kind;
+		r->t0 = now;
+		r->deadline = now + (uint64_t)(shared_deadline_s(s, idx, kind) * 1e9);
+		uint64_t stop = pfs_load(&s->stop_deadline);
+		if (stop && stop < r->deadline)
+			r->deadline = stop; /* unmounting: nothing outlives it */
+		return 0;
 	}
 	pfs_add(&s->st_skipped, 1);
 	return -EHOSTDOWN;
 }
 
-/* A failure at the connection level (refused, reset, timed out): the
- * server is left out for `retry` seconds. */
-static int is_down(memcached_return_t rc)
-{
-	switch (rc) {
-	case MEMCACHED_TIMEOUT:
-	case MEMCACHED_CONNECTION_FAILURE:
-	case MEMCACHED_CONNECTION_SOCKET_CREATE_FAILURE:
-	case MEMCACHED_HOST_LOOKUP_FAILURE:
-	case MEMCACHED_SERVER_MARKED_DEAD:
-	case MEMCACHED_SERVER_TEMPORARILY_DISABLED:
-	case MEMCACHED_ERRNO:
-	case MEMCACHED_READ_FAILURE:
-	case MEMCACHED_WRITE_FAILURE:
-	case MEMCACHED_UNKNOWN_READ_FAILURE:
-	case MEMCACHED_PARTIAL_READ:
-	case MEMCACHED_PROTOCOL_ERROR:
-	case MEMCACHED_NO_SERVERS:
-		return 1;
-	default:
-		return 0;
-	}
-}
+/* ---- health -------------------------------------------------------------------- */
 
-/* After every request: a server that answered (whatever it said) has
- * no timeouts in a row. */
-void shared_seen(struct pfs_shared *s, const struct route *r, memcached_return_t rc)
+void shared_answered(struct pfs_shared *s, const struct route *r, enum xkind kind)
 {
-	if (!is_down(rc) && pfs_load(&s->servers[r->idx].timeouts))
-		pfs_store(&s->servers[r->idx].timeouts, 0);
-}
-
-/* Counts a failed request, and marks its server down when it refused or
- * reset, or timed out twice in a row (one slow answer on a loaded host
- * does not take a server out); the log lines are rate-limited. */
-void shared_failure(struct pfs_shared *s, memcached_st *m, const struct route *r,
-		    memcached_return_t rc, const char *what)
-{
-	int down = is_down(rc);
-	if (rc == MEMCACHED_TIMEOUT) {
-		pfs_add(&s->st_timeouts, 1);
-		down = pfs_add(&s->servers[r->idx].timeouts, 1) >= TIMEOUTS_DOWN;
+	struct server *sv = &s->servers[r->idx];
+	double t = (double)(pfs_clock_ns() - r->t0) / 1e9;
+	pthread_mutex_lock(&sv->lock);
+	struct est *e = &sv->est[kind];
+	if (e->n == 0) {
+		e->srtt = t;
+		e->rttvar = t / 2;
 	} else {
-		pfs_add(&s->st_errors, 1);
+		double d = e->srtt > t ? e->srtt - t : t - e->srtt;
+		e->rttvar = 0.75 * e->rttvar + 0.25 * d;
+		e->srtt = 0.875 * e->srtt + 0.125 * t;
 	}
-	const char *why = memcached_strerror(m, rc);
+	if (e->n < 1000000)
+		e->n++;
+	sv->fails = 0;
+	pthread_mutex_unlock(&sv->lock);
+	(void)s;
+}
+
+void shared_failure(struct pfs_shared *s, const struct route *r, int err, const char *what)
+{
+	struct server *sv = &s->servers[r->idx];
+	uint64_t now = pfs_clock_ns();
+	int down = pfs_mc_is_dead(err);
+	if (err == -ETIMEDOUT)
+		pfs_add(&s->st_timeouts, 1);
+	else
+		pfs_add(&s->st_errors, 1);
+	if (!down) {
+		pthread_mutex_lock(&sv->lock);
+		if (!sv->fails || now - sv->fail_since > FAIL_WINDOW_NS) {
+			sv->fails = 0;
+			sv->fail_since = now;
+		}
+		down = ++sv->fails >= FAILS_DOWN;
+		if (down)
+			sv->fails = 0;
+		pthread_mutex_unlock(&sv->lock);
+	}
+	const char *why = err == -ETIMEDOUT ? "no answer within its deadline" :
+			  err == -EFBIG ? "a value longer than a block" :
+			  err == -EPROTO ? "an answer outside the protocol" : strerror(-err);
 	char key[64];
 	if (down) {
-		struct server *sv = &s->servers[r->idx];
-		pfs_store(&sv->down_until, pfs_clock_ns() + (uint64_t)(s->retry * 1e9));
+		pfs_store(&sv->down_until, now + (uint64_t)(s->retry * 1e9));
 		snprintf(key, sizeof(key), "shared:down:%d", r->idx);
 		pfs_log_limited(PFS_LOG_WARN, key, "shared cache: server %s:%u failed (%s on %s): "
 				"left out for %.0f s", sv->name, sv->port, why, what, s->retry);
 		return;
 	}
-	snprintf(key, sizeof(key), "shared:%s:%d", what, (int)rc);
-	pfs_log_limited(PFS_LOG_WARN, key, "shared cache: %s failed: %s", what, why);
+	snprintf(key, sizeof(key), "shared:%s:%d", what, -err);
+	pfs_log_limited(PFS_LOG_WARN, key, "shared cache: %s on %s:%u failed: %s", what,
+			sv->name, sv->port, why);
 }
-

@@ -1,6 +1,6 @@
 /* shared_int.h - private to cache/shared.c and cache/shared_conn.c: the
- * shared tier's state, and its connection layer (shared_conn.c: the server
- * list, a pool of connections, routing around servers that are down).
+ * shared tier's state, and its server layer (shared_conn.c: the server
+ * list, the hash ring, each server's latency estimate and health).
  * Thread rules as in shared.h; each field says what guards it.
  */
 #ifndef PFS_SHARED_INT_H
@@ -9,37 +9,51 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <libmemcached/memcached.h>
 
+#include "mc.h"
 #include "shared.h"
 
 #define ROUTE_TRIES 8     /* "KEY#1".."KEY#7" after KEY itself */
-#define TIMEOUTS_DOWN 2   /* timeouts in a row that take a server out */
 #define HOST_MAX 256
+#define RING_POINTS 160   /* per server */
+#define FAILS_DOWN 3      /* timeouts within FAIL_WINDOW_NS, none answered
+			   * in between, that take a server out */
+#define FAIL_WINDOW_NS 10000000000ull
+#define DEADLINE_FLOOR 0.1 /* s: the least an exchange is given */
+
+/* What an exchange carries, for its latency estimate: a block (a get
+ * that may hit, a store), or a few bytes (a miss, a lock, a delete). */
+enum xkind { X_BLOCK, X_SMALL, X_KINDS };
+
+/* Smoothed latency and its mean deviation, as TCP's RTO (RFC 6298). */
+struct est {
+	double srtt, rttvar; /* seconds */
+	int n;               /* samples so far */
+};
 
 struct server {
 	char name[HOST_MAX];
 	unsigned port;
-	uint64_t down_until; /* atomic: CLOCK_MONOTONIC ns; 0: up */
-	uint32_t timeouts;   /* atomic: timeouts since its last answer */
+	struct pfs_mc_server *mc;
+	pthread_mutex_t lock;   /* guards est, fails, fail_since */
+	struct est est[X_KINDS];
+	uint32_t fails;         /* timeouts (or bad answers) since the last
+				 * answer, within the window */
+	uint64_t fail_since;    /* ns: the first of those */
+	uint64_t down_until;    /* atomic: CLOCK_MONOTONIC ns; 0: up */
 };
 
-/* Where one request goes: the group key that picks the server. */
+struct ring_point {
+	uint64_t h;
+	uint32_t idx;
+};
+
+/* Where one request goes. */
 struct route {
-	char gk[PFS_SHARED_KEY_MAX + 8];
-	size_t gkl;
-	int idx;             /* index in servers[] */
-};
-
-/* Up to PFS_SHARED_CONNS clones of the configured handle, one per request
- * in flight. libmemcachedutil's pool is not used: in 1.1.4 its wait ends
- * at time(NULL) + the relative seconds + the nanoseconds, almost always in
- * the past, so a full pool failed at once (measured: 40 of 40 fetches). */
-struct conn_pool {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;                  /* a connection came back */
-	memcached_st *idle[PFS_SHARED_CONNS]; /* guarded by lock */
-	size_t nidle, created;                /* guarded by lock */
+	int idx;                /* index in servers[] */
+	uint64_t t0;            /* when the exchange began */
+	uint64_t deadline;      /* its deadline */
+	enum xkind kind;
 };
 
 struct qitem {
@@ -54,14 +68,17 @@ struct qitem {
 };
 
 struct pfs_shared {
-	memcached_st *master;    /* configured at create, then read-only */
-	struct conn_pool pool;
-	memcached_st *wconn;     /* the writer thread's own connection */
 	char *origin_id;
 	size_t block_size;
 	double timeout, lock_wait, retry;
-	struct server *servers;  /* set at create; their atomics as marked */
+	void *mac;               /* EVP_MAC_CTX * of HMAC-SHA256 keyed with the
+				  * key file's secret, duplicated per value;
+				  * NULL: values carry a checksum, not a MAC */
+	uint64_t key_seed;       /* with mac: seeds every key (from the secret) */
+	struct server *servers;  /* set at create; their fields as marked */
 	size_t nservers;
+	struct ring_point *ring; /* set at create, sorted by h */
+	size_t nring;
 
 	pthread_mutex_t q_lock;
 	pthread_cond_t q_cond;   /* work queued, or stop */
@@ -71,36 +88,37 @@ struct pfs_shared {
 	uint64_t q_n;            /* guarded by q_lock: queued + being stored */
 	uint64_t q_in, q_out;    /* guarded by q_lock: items queued / done, ever */
 	int stop;                /* guarded by q_lock */
-	uint64_t stop_deadline;  /* guarded by q_lock: drop what is left after */
+	uint64_t stop_deadline;  /* atomic: 0, or (destroy) when every exchange
+				  * ends and what is left is dropped */
 	pthread_t writer;
 
 	/* counters: pfs_add/pfs_load */
 	uint64_t st_hits, st_misses, st_stores, st_bytes, st_errors, st_timeouts,
 		st_bad, st_stale, st_waits, st_wait_hits, st_big, st_dropped, st_skipped,
-		st_busy;
+		st_auth, st_store_failed, st_store_retries, st_refused_big;
 	int warned_big;          /* atomic: the too-large warning was given */
 };
 
-/* Adds the servers of spec to s->master and s->servers; -EINVAL with err. */
+/* Adds the servers of spec to s->servers and builds the ring; -EINVAL
+ * with err. */
 int shared_servers_add(struct pfs_shared *s, const char *spec, char *err, size_t errcap);
-/* Sets libmemcached's behaviors on s->master. */
-int shared_configure(struct pfs_shared *s);
-int shared_pool_init(struct pfs_shared *s);
-/* Frees the idle connections (all must have been put back). */
-void shared_pool_fini(struct pfs_shared *s);
-/* A connection, waiting at most `timeout` for a free one (then NULL,
- * counted in shared.busy). */
-memcached_st *shared_conn_get(struct pfs_shared *s);
-void shared_conn_put(struct pfs_shared *s, memcached_st *m);
-/* The group key for a request about key: 0, or -EHOSTDOWN when every
- * server it could go to is down (counted in shared.skipped). */
-int shared_route(struct pfs_shared *s, memcached_st *m, const struct pfs_shared_key *key,
+void shared_servers_free(struct pfs_shared *s);
+/* Routes a request about key of this kind: the server ketama-style ring
+ * puts it on, else, while that one is out, the first of "key#1",
+ * "key#2", ... that is up; sets its deadline from the server's estimate.
+ * 0, or -EHOSTDOWN when every try lands on a server that is out (counted
+ * in shared.skipped). */
+int shared_route(struct pfs_shared *s, const struct pfs_shared_key *key, enum xkind kind,
 		 struct route *r);
-/* After every request on a route: an answer clears the server's timeouts. */
-void shared_seen(struct pfs_shared *s, const struct route *r, memcached_return_t rc);
-/* A failed request: counted, the server marked down if it refused, reset,
- * or timed out twice in a row; logged (rate-limited). */
-void shared_failure(struct pfs_shared *s, memcached_st *m, const struct route *r,
-		    memcached_return_t rc, const char *what);
+/* The server's deadline for an exchange of this kind, in seconds. */
+double shared_deadline_s(struct pfs_shared *s, int idx, enum xkind kind);
+/* After an exchange on r that got an answer (whatever it said): its time
+ * feeds the estimate of `kind` (the kind it turned out to be), and the
+ * server's failures are forgotten. */
+void shared_answered(struct pfs_shared *s, const struct route *r, enum xkind kind);
+/* An exchange on r that failed with err (pfs_mc_*): counted, the server
+ * taken out when it is not there (refused, reset) or failed FAILS_DOWN
+ * times within the window without an answer; logged (rate-limited). */
+void shared_failure(struct pfs_shared *s, const struct route *r, int err, const char *what);
 
 #endif

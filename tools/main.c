@@ -328,6 +328,7 @@ int main(int argc, char **argv)
 		struct pfs_shared_opts sho = {
 			.servers = o.shared_cache, .origin_id = pfs_origin_name(origin),
 			.block_size = o.block_size, .timeout = o.shared_timeout,
+			.key_file = o.shared_key_file,
 			.retry = o.shared_retry, .lock_wait = o.shared_lock_wait,
 		};
 		if (pfs_shared_create(&sho, &shared) < 0)

@@ -124,9 +124,12 @@ static const struct key keys[] = {
 	     "memcached servers of the shared tier ('+' between them); none: no shared tier"),
 	 S_SHARED, K_SERVERS, OFF(shared_cache), 0, 0,
 	 "memcached://HOST:PORT with '+' between servers, or none"},
-	{DOC("shared_timeout", "0.05", "SECONDS",
-	     "time limit of a shared-tier request; a server past it is skipped for shared_retry"),
-	 S_SHARED, K_SECONDS, OFF(shared_timeout), 0, 0, "seconds above 0, like 0.05"},
+	{DOC("shared_timeout", "1", "SECONDS",
+	     "the most a shared-tier exchange may take (each gets less: its server's usual time)"),
+	 S_SHARED, K_SECONDS, OFF(shared_timeout), 0, 0, "seconds above 0, like 1"},
+	{DOC("shared_key_file", "none", "PATH",
+	     "secret (32 bytes or more, mode 600) that authenticates shared-tier values"),
+	 S_SHARED, K_PATH, OFF(shared_key_file), 0, 0, "an absolute path, or none"},
 	{DOC("shared_retry", "2", "SECONDS", "how long a failed memcached server is skipped"),
 	 S_SHARED, K_SECONDS, OFF(shared_retry), 0, 0, "seconds above 0, like 2"},
 	{DOC("shared_lock_wait", "0.5", "SECONDS",
@@ -214,6 +217,7 @@ void pfs_opts_finish(struct pfs_opts *o)
 	free(o->aws_credentials_file);
 	free(o->ssd_dir);
 	free(o->shared_cache);
+	free(o->shared_key_file);
 	memset(o, 0, sizeof(*o));
 }
 

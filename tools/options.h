@@ -53,6 +53,7 @@ struct pfs_opts {
 	char *ssd_dir;         /* owned, absolute path, or NULL: no SSD tier */
 	char *shared_cache;    /* owned memcached server list, or NULL: none */
 	double shared_timeout, shared_retry, shared_lock_wait; /* seconds */
+	char *shared_key_file; /* owned path, or NULL: values not authenticated */
 	uint64_t ssd_size;     /* bytes; 0 = 90% of the free space at ssd_dir */
 	enum pfs_ssd_compress ssd_compress;
 	int ssd_zstd_level;    /* 1..19; the LEVEL of zstd:LEVEL, else 3 */

@@ -104,7 +104,7 @@ def opts(mcs, **kw):
     # A generous timeout: the CI machine is loaded (the test of what
     # timeouts do, test_hung_and_missing_servers, sets its own).
     o = {"ram_size": "64M", "block_size": "128K", "prefetch": "off",
-         "shared_cache": servers(*mcs), "shared_timeout": "1"}
+         "shared_cache": servers(*mcs)}
     o.update(kw)
     return o
 
@@ -520,9 +520,9 @@ def test_local_origin_refused(tmp_path, prestofs_bin):
 
 
 def test_many_readers_and_prefetch(tmp_path, nginx, mount, three):
-    """64 readers and the prefetcher's 128 workers against the 32
-    connections of the pool: requests wait for a connection (bounded), none
-    is given up, every block is stored, and a second mount reads them."""
+    """64 readers and the prefetcher's 128 workers at once (a connection per
+    exchange in flight, 16 kept idle per server): none is given up or times
+    out, every block is stored, and a second mount reads them."""
     src = tmp_path / "src"
     files = make_files(src, 300, 4 * KiB, 40 * KiB, 13)
     blocks = nblocks(src, files, 128 * KiB)
@@ -532,7 +532,7 @@ def test_many_readers_and_prefetch(tmp_path, nginx, mount, three):
     assert read_checked(a, files, threads=64) == []
     wait_drained(a)
     sa = shared_stats(a)
-    assert sa["busy"] == 0 and sa["timeouts"] == 0 and sa["errors"] == 0, sa
+    assert sa["timeouts"] == 0 and sa["errors"] == 0, sa
     assert sa["stores"] == blocks and sa["dropped"] == 0, sa
     b = mount(ng.url, o, name="b")
     r0 = requests(b)

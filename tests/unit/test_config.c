@@ -104,7 +104,7 @@ static void test_table_sections(void **state)
 		{"ram_size", "cache"}, {"ssd_dir", "cache"}, {"ssd_size", "cache"},
 		{"ssd_compress", "cache"}, {"block_size", "cache"}, {"policy", "cache"},
 		{"resident", "cache"},
-		{"shared_cache", "shared"}, {"shared_timeout", "shared"},
+		{"shared_cache", "shared"}, {"shared_timeout", "shared"}, {"shared_key_file", "shared"},
 		{"shared_retry", "shared"}, {"shared_lock_wait", "shared"},
 		{"prefetch", "prefetch"}, {"prefetch_inflight", "prefetch"},
 		{"prefetch_window", "prefetch"}, {"prefetch_ram_share", "prefetch"},
