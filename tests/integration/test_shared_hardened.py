@@ -79,10 +79,12 @@ def test_misbehaving_server_bounded(tmp_path, nginx, mount, mode):
             assert s["errors"] >= 1 and s["servers_down"] == 1, s
         if mode == "huge":
             assert s["too_long"] >= 1, s
-            # Nothing was allocated for the declared 10^9 bytes.
-            peak = _vm_kib(m.proc.pid, "VmPeak")
-            print(f", VmPeak {peak >> 10} MiB", end="")
-            assert peak < 1024 * 1024, f"VmPeak {peak} KiB"
+            # Nothing was allocated for the declared 10^9 bytes (a
+            # sanitizer reserves terabytes of address space: not measured).
+            if not os.environ.get("PRESTOFS_SANITIZED"):
+                peak = _vm_kib(m.proc.pid, "VmPeak")
+                print(f", VmPeak {peak >> 10} MiB", end="")
+                assert peak < 1024 * 1024, f"VmPeak {peak} KiB"
         t0 = time.monotonic()
         assert m.stop() == []
         took = time.monotonic() - t0
