@@ -26,6 +26,8 @@
 
 struct conn {
 	int fd;
+	int reused;     /* taken from the idle stack for this exchange */
+	size_t rx;      /* bytes received in this exchange */
 	char *buf;      /* read buffer: [off, end) not yet parsed */
 	size_t cap, off, end;
 	struct conn *next; /* idle stack */
@@ -154,6 +156,8 @@ static int conn_open(struct pfs_mc_server *sv, uint64_t deadline_ns, struct conn
 	pthread_mutex_unlock(&sv->lock);
 	if (c) {
 		c->next = NULL;
+		c->reused = 1;
+		c->rx = 0;
 		*out = c;
 		return 0;
 	}
@@ -194,6 +198,14 @@ static int conn_open(struct pfs_mc_server *sv, uint64_t deadline_ns, struct conn
 	}
 	*out = c;
 	return 0;
+}
+
+/* An idle connection the server closed meanwhile (its idle timeout, a
+ * restart) fails at once with nothing received: that says nothing about
+ * the server, so the exchange is sent once more on a new connection. */
+static int stale_idle(const struct conn *c, int rc)
+{
+	return c->reused && c->rx == 0 && pfs_mc_is_dead(rc);
 }
 
 /* An exchange that ended cleanly: the connection is kept for the next. */
@@ -272,6 +284,7 @@ static int fill(struct conn *c, size_t need, uint64_t deadline_ns)
 		ssize_t r = recv(c->fd, c->buf + c->end, c->cap - c->end, 0);
 		if (r > 0) {
 			c->end += (size_t)r;
+			c->rx += (size_t)r;
 			continue;
 		}
 		if (r == 0)
@@ -339,14 +352,20 @@ int pfs_mc_get(struct pfs_mc_server *sv, const char *key, size_t klen, size_t ca
 	if (!key_ok(key, klen))
 		return -EINVAL;
 	struct conn *c;
-	int rc = conn_open(sv, deadline_ns, &c);
-	if (rc < 0)
+	char *line;
+	int rc;
+again:
+	if ((rc = conn_open(sv, deadline_ns, &c)) < 0)
 		return rc;
 	struct iovec iov[3] = {{"get ", 4}, {(void *)key, klen}, {"\r\n", 2}};
-	char *line;
 	if ((rc = send_all(c, iov, 3, deadline_ns)) < 0 ||
-	    (rc = read_line(c, &line, deadline_ns)) < 0)
+	    (rc = read_line(c, &line, deadline_ns)) < 0) {
+		if (stale_idle(c, rc)) {
+			conn_close(c);
+			goto again;
+		}
 		goto fail;
+	}
 	if (!strcmp(line, "END")) {
 		conn_keep(sv, c);
 		return -ENOENT;
@@ -358,7 +377,7 @@ int pfs_mc_get(struct pfs_mc_server *sv, const char *key, size_t klen, size_t ca
 	int pos = 0;
 	if (sscanf(line, "VALUE %250s %u %llu%n", got, &flags, &bytes, &pos) != 3 ||
 	    line[pos] || strlen(got) != klen || memcmp(got, key, klen)) {
-		rc = !strncmp(line, "SERVER_ERROR", 12) ? -EPROTO : -EPROTO;
+		rc = -EPROTO;
 		goto fail;
 	}
 	if (bytes > cap) {
@@ -410,13 +429,21 @@ int pfs_mc_set(struct pfs_mc_server *sv, int add, const char *key, size_t klen,
 		iov[k++] = data[i];
 	iov[k++] = (struct iovec){tail, 2};
 	struct conn *c;
-	int rc = conn_open(sv, deadline_ns, &c);
-	if (rc < 0)
-		return rc;
 	char *line;
-	if ((rc = send_all(c, iov, k, deadline_ns)) < 0 ||
-	    (rc = read_line(c, &line, deadline_ns)) < 0)
+	int rc;
+	struct iovec sendv[12];
+again:
+	if ((rc = conn_open(sv, deadline_ns, &c)) < 0)
+		return rc;
+	memcpy(sendv, iov, sizeof(iov[0]) * (size_t)k); /* send_all moves them */
+	if ((rc = send_all(c, sendv, k, deadline_ns)) < 0 ||
+	    (rc = read_line(c, &line, deadline_ns)) < 0) {
+		if (stale_idle(c, rc)) {
+			conn_close(c);
+			goto again;
+		}
 		goto fail;
+	}
 	if (!strcmp(line, "STORED"))
 		rc = 0;
 	else if (!strcmp(line, "NOT_STORED") || !strcmp(line, "EXISTS"))
@@ -440,14 +467,20 @@ int pfs_mc_delete(struct pfs_mc_server *sv, const char *key, size_t klen,
 	if (!key_ok(key, klen))
 		return -EINVAL;
 	struct conn *c;
-	int rc = conn_open(sv, deadline_ns, &c);
-	if (rc < 0)
+	char *line;
+	int rc;
+again:
+	if ((rc = conn_open(sv, deadline_ns, &c)) < 0)
 		return rc;
 	struct iovec iov[3] = {{"delete ", 7}, {(void *)key, klen}, {"\r\n", 2}};
-	char *line;
 	if ((rc = send_all(c, iov, 3, deadline_ns)) < 0 ||
-	    (rc = read_line(c, &line, deadline_ns)) < 0)
+	    (rc = read_line(c, &line, deadline_ns)) < 0) {
+		if (stale_idle(c, rc)) {
+			conn_close(c);
+			goto again;
+		}
 		goto fail;
+	}
 	if (!strcmp(line, "DELETED"))
 		rc = 0;
 	else if (!strcmp(line, "NOT_FOUND"))

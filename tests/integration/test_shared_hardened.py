@@ -271,3 +271,26 @@ def test_defaults_two_mounts_two_hogs(tmp_path, nginx, mount, memcached):
             h.wait()
     print(f"\nA: {sa}\nB: {fetched} of {blocks} blocks from the origin; {sb}")
     assert fetched <= blocks // 100, (fetched, sb, sa)
+
+
+def test_server_restart_is_not_a_failure(tmp_path, nginx, mount, memcached):
+    """memcached restarted on its port between reads: the daemon's idle
+    connections to it are dead, which says nothing about the server. The
+    next exchanges open new ones; the server is never taken out."""
+    src = tmp_path / "src"
+    files = make_files(src, 20, 20 * KiB, 100 * KiB, 33)
+    ng = nginx(src)
+    mc = memcached()
+    m = mount(ng.url, {"prefetch": "off", "shared_cache": servers(mc)}, name="a")
+    first = dict(sorted(files.items())[:10])
+    assert read_checked(m, first, threads=4) == []
+    wait_drained(m)
+    mc.kill9()
+    mc.start()
+    rest = dict(sorted(files.items())[10:])
+    assert read_checked(m, rest, threads=4) == []
+    wait_drained(m)
+    s = shared_stats(m)
+    print(f"\nafter a restart: {s}")
+    assert s["servers_down"] == 0 and s["errors"] == 0 and s["store_failures"] == 0, s
+    assert len(_values(mc)) == len(rest), (len(_values(mc)), len(rest))
