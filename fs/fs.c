@@ -443,7 +443,9 @@ int pfs_fs_prefetch_room(void *ctx, uint64_t len, uint64_t inflight)
 	pfs_bcache_stats(fs->cache, &s);
 	if (s.resident_bytes + inflight + len <= s.budget)
 		return 1;
-	if (s.staged_bytes + inflight + len <= s.stage_budget)
+	/* Under minio the staging area only keeps blocks read in part: a
+	 * prefetch would not be kept there. */
+	if (fs->policy == PFS_POLICY_EPOCH && s.staged_bytes + inflight + len <= s.stage_budget)
 		return 1;
 	return fs->policy == PFS_POLICY_LRU && inflight + len <= s.budget / 4;
 }

@@ -327,3 +327,20 @@ def test_block_read_in_pieces_fetched_once(origin, mount, run_bounded, policy):
     assert origin.gets(target) == 2, \
         f"{origin.gets(target)} GETs for 2 blocks\n{origin.describe_log(target, limit=8)}"
     assert ram["staged_partial"] == 2 and ram["staged_blocks"] == 0, ram
+
+
+def test_minio_prefetch_never_fetches_what_it_cannot_keep(origin, mount, run_bounded):
+    """Under minio the staging area keeps only blocks read in part: the
+    prefetcher must not count it as room (its fills would be thrown away)."""
+    bs = 256 * KiB
+    name = "d/seq.bin"
+    data = _data("seq", 12 * bs)
+    origin.add(name, data)
+    m = mount(origin.url, {"block_size": "256K", "ram_size": "1M", "policy": "minio"})
+    got, _ = run_bounded(lambda: (m.path / name).read_bytes(), 60, m.path)
+    assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
+    s = m.stats()
+    print(f"\nminio + prefetch: {origin.gets(name)} GETs for 12 blocks; "
+          f"prefetch {s['prefetch']['bytes_wasted']} bytes wasted", end="")
+    assert s["prefetch"]["bytes_wasted"] == 0, s["prefetch"]
+    assert origin.gets(name) <= 12, origin.describe_log(name, limit=20)

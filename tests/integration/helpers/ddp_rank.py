@@ -3,7 +3,7 @@
 (used by test_ranks.py; run with /usr/bin/python3 and python/ on PYTHONPATH).
 
     ddp_rank.py --mount MNT --files LIST --out OUT.json [--epochs 2]
-                [--seed 0] [--batch 16] [--workers 1] [--init file:///...]
+                [--seed 0] [--batch 16] [--workers 1] [--busy-ms 0] [--head 0] [--init file:///...]
 
 RANK and WORLD_SIZE come from the environment, as torchrun sets them. The
 rank joins a gloo process group, wraps DistributedSampler(shuffle=True) in
@@ -39,8 +39,8 @@ import prestofs
 class MountFiles:
     """Map-style dataset of files under a mount; item i: (i, sha256 hex)."""
 
-    def __init__(self, root, rels):
-        self.root, self.rels = root, rels
+    def __init__(self, root, rels, busy_ms=0.0, head=0):
+        self.root, self.rels, self.busy_ms, self.head = root, rels, busy_ms, head
 
     def __len__(self):
         return len(self.rels)
@@ -52,6 +52,8 @@ class MountFiles:
         h = hashlib.sha256()
         fd = os.open(self.path_of(i), os.O_RDONLY)
         try:
+            if self.head:  # a decoder's first look at the header (PIL reads a few KB)
+                h.update(os.read(fd, self.head))
             while True:
                 b = os.read(fd, 1 << 20)
                 if not b:
@@ -60,6 +62,10 @@ class MountFiles:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+        if self.busy_ms:  # a decode's CPU, spent as a loader's worker spends it
+            end = time.thread_time() + self.busy_ms / 1000
+            while time.thread_time() < end:
+                pass
         return i, h.hexdigest()
 
 
@@ -76,6 +82,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--head", type=int, default=0,
+                    help="bytes of a first small read of each file, as a decoder's")
+    ap.add_argument("--busy-ms", type=float, default=0.0,
+                    help="CPU ms spent per sample after its read (a decode)")
     ap.add_argument("--init", required=True, help="init_method, e.g. file:///tmp/pg")
     a = ap.parse_args()
 
@@ -85,7 +95,7 @@ def main():
                             timeout=datetime.timedelta(seconds=90))
     with open(a.files, encoding="utf-8") as f:
         rels = f.read().splitlines()
-    ds = MountFiles(a.mount, rels)
+    ds = MountFiles(a.mount, rels, a.busy_ms, a.head)
     sampler = prestofs.OrderedSampler(
         DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=a.seed), ds)
     dl = DataLoader(ds, batch_size=a.batch, sampler=sampler, num_workers=a.workers,
