@@ -70,11 +70,16 @@ struct shard {
 	struct pfs_block staged; /* sentinel: staged.next is the newest */
 	struct pfs_block **heap; /* small/large: heap[0] is replaced first */
 	size_t heap_len, heap_cap;
+	/* The last fills, direct-mapped by key hash: the hash's high bits and
+	 * the epoch of the fill (ram.refetched: a block filled twice in one
+	 * epoch). nfills is a power of two. */
+	uint64_t *fills;
+	size_t nfills;
 };
 
 struct counters {                /* all atomic */
 	uint64_t admitted, replaced, refused, staged, stage_used, stage_stale;
-	uint64_t staged_partial, stage_reclaimed;
+	uint64_t staged_partial, stage_reclaimed, refetched;
 	uint64_t prefetch_fills, resident_blocks, staged_blocks;
 	uint64_t pf_used_bytes, pf_wasted_bytes;
 };
@@ -152,7 +157,13 @@ int pfs_bcache_create(const struct pfs_bcache_opts *o, struct pfs_bcache **out)
 		list_init(&s->staged);
 		s->nbuckets = (size_t)nb;
 		s->table = calloc(s->nbuckets, sizeof(*s->table));
-		if (!s->table) {
+		/* About four fills per block the shard holds, 1K to 64K. */
+		size_t nf = 1024;
+		while (nf < 4 * blocks / c->nshards && nf < 65536)
+			nf <<= 1;
+		s->nfills = nf;
+		s->fills = calloc(nf, sizeof(*s->fills));
+		if (!s->table || !s->fills) {
 			c->nshards = i + 1;
 			pfs_bcache_destroy(c);
 			return -ENOMEM;
@@ -199,6 +210,7 @@ void pfs_bcache_destroy(struct pfs_bcache *c)
 			}
 		}
 		free(s->table);
+		free(s->fills);
 		free(s->heap);
 		pthread_mutex_destroy(&s->lock);
 		pthread_cond_destroy(&s->filled);
@@ -477,6 +489,11 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 				.demand = !(flags & (PFS_BCACHE_PREFETCH | PFS_BCACHE_WARM))};
 	e->hnext = s->table[h % s->nbuckets];
 	s->table[h % s->nbuckets] = e;
+	uint64_t tag = (h & ~0xfffffull) | (pfs_load(&c->epoch) & 0xfffff);
+	uint64_t *slot = &s->fills[(h >> 7) & (s->nfills - 1)];
+	if (*slot == tag)
+		pfs_add(&c->n.refetched, 1);
+	*slot = tag;
 	pthread_mutex_unlock(&s->lock);
 	if (flags & PFS_BCACHE_PREFETCH)
 		pfs_add(&c->n.prefetch_fills, 1);
@@ -582,6 +599,7 @@ void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out)
 		.stage_stale = pfs_load(&c->n.stage_stale),
 		.staged_partial = pfs_load(&c->n.staged_partial),
 		.stage_reclaimed = pfs_load(&c->n.stage_reclaimed),
+		.refetched = pfs_load(&c->n.refetched),
 		.prefetch_fills = pfs_load(&c->n.prefetch_fills),
 		.prefetch_used_bytes = pfs_load(&c->n.pf_used_bytes),
 		.prefetch_wasted_bytes = pfs_load(&c->n.pf_wasted_bytes),
@@ -606,6 +624,7 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("ram.stage_stale", stage_stale, 0),
 	ROW("ram.staged_partial", staged_partial, 0),
 	ROW("ram.stage_reclaimed", stage_reclaimed, 0),
+	ROW("ram.refetched", refetched, 0),
 	ROW("ram.prefetch_fills", prefetch_fills, 0),
 	ROW("prefetch.bytes_used", prefetch_used_bytes, 0),
 	ROW("prefetch.bytes_wasted", prefetch_wasted_bytes, 0),

@@ -127,6 +127,9 @@ struct pfs_bcache_stats {
 				   * staged for the rest of their read */
 	uint64_t stage_reclaimed; /* staged blocks read in part, dropped
 				   * (the oldest) for room */
+	uint64_t refetched;       /* fills of a block already filled in the
+				   * same epoch (a lower bound: the last ~4
+				   * fills per block of the budget are kept) */
 	uint64_t prefetch_fills;  /* fills run for PFS_BCACHE_PREFETCH gets */
 	uint64_t prefetch_used_bytes;   /* prefetched bytes a reader then got */
 	uint64_t prefetch_wasted_bytes; /* prefetched bytes dropped unread, or

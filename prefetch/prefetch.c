@@ -18,6 +18,7 @@
 #include "../cache/epoch.h"
 #include "../catalog/ftable.h"
 #include "../util/clock.h"
+#include "../util/log.h"
 #include "../util/stats.h"
 
 #define RA_QUEUE 1024
@@ -54,6 +55,11 @@ struct ostream {
 	uint64_t unknown;
 	double last_use;        /* CLOCK_MONOTONIC s of its last read or write */
 	uint64_t hits, misses, stall_ns;
+	uint64_t shortfall;     /* misses while the cache had no room ahead */
+	double last_start;      /* when a file of it was last read from 0 */
+	double gap_avg;         /* s between such reads (EWMA) */
+	double size_avg;        /* bytes of those files (EWMA) */
+	uint64_t starts;        /* such reads */
 };
 
 struct worker_arg {
@@ -106,6 +112,13 @@ struct pfs_prefetch {
 	 * s), which doubles with each consecutive error up to ERR_BACKOFF_MAX. */
 	double err_until;
 	unsigned err_streak;
+	/* Room: when step() last found none while a stream had work within
+	 * its window (CLOCK_MONOTONIC s; 0: never); the fetch time (EWMA);
+	 * whether the shortfall was logged. */
+	double no_room_at;
+	double fetch_avg;       /* a prefetch's fetch, s (EWMA; 0: none yet) */
+	double miss_avg;        /* a demand miss's wait per block, s (EWMA) */
+	int warned_short;
 	/* In flight and counters. */
 	unsigned inflight;
 	uint64_t inflight_bytes;
@@ -439,6 +452,56 @@ static int next_item(struct pfs_prefetch *p, uint64_t *obj, uint64_t *blk, size_
 	}
 }
 
+/* 1 when an order stream has entries within its window not fetched yet
+ * (lock held). */
+static int streams_want(const struct pfs_prefetch *p)
+{
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX; i++) {
+		const struct ostream *s = &p->os[i];
+		uint64_t next = s->next > s->pos ? s->next : s->pos;
+		if (s->id && next < s->n && next < s->pos + p->o.window)
+			return 1;
+	}
+	return 0;
+}
+
+/* A stream's read missed while the cache had no room for what the streams
+ * wanted ahead (lock held): counted, and said once with what the streams
+ * need, as far as the daemon can see it (it does not know the batch). */
+static void note_shortfall(struct pfs_prefetch *p, struct ostream *s, uint32_t misses)
+{
+	s->shortfall += misses;
+	p->st.order_shortfall += misses;
+	if (p->warned_short)
+		return;
+	double rate = 0, bytes = 0;
+	uint64_t starts = 0;
+	for (unsigned i = 0; i < PFS_PREFETCH_STREAMS_MAX; i++) {
+		const struct ostream *o = &p->os[i];
+		starts += o->id ? o->starts : 0;
+		if (o->id && o->gap_avg > 0) {
+			rate += 1.0 / o->gap_avg;
+			bytes += o->size_avg / o->gap_avg;
+		}
+	}
+	if (starts < 32)
+		return; /* said once there are rates to say it with */
+	p->warned_short = 1;
+	/* Each stream's reads in flight are its rate times the fetch time (a
+	 * prefetch's; before any, a demand miss's wait); twice that keeps it
+	 * fed through a slow fetch. */
+	double fetch = p->fetch_avg ? p->fetch_avg : p->miss_avg;
+	double need = 2 * bytes * fetch;
+	if (need < (double)p->o.block_size * 2)
+		need = (double)p->o.block_size * 2; /* room is asked a block at a time */
+	pfs_warn("order streams: reads missed because the RAM tier had no room for what they "
+		 "read next (stream '%s'): %u streams read about %.0f files/s now (%.1f MB/s), "
+		 "a fetch takes about %.0f ms, so at least %.1f MiB must be in RAM ahead of them "
+		 "beyond the resident set (more as they speed up); raise ram_size (or "
+		 "prefetch_ram_share). Counted in stream.shortfall", s->name, p->nos, rate,
+		 bytes / 1e6, fetch * 1e3, need / (1 << 20));
+}
+
 /* Takes the next item and fetches it, lock held on entry and on return
  * (dropped during the fetch). Returns 1 if it fetched, 0 if idle. */
 static int step(struct pfs_prefetch *p)
@@ -447,8 +510,11 @@ static int step(struct pfs_prefetch *p)
 	size_t len;
 	if (p->err_until && pfs_clock_s() < p->err_until)
 		return 0; /* worker 0's poll resumes the work after it */
-	if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes))
+	if (!p->o.room(p->o.ctx, p->o.block_size, p->inflight_bytes)) {
+		if (streams_want(p))
+			p->no_room_at = pfs_clock_s();
 		return 0;
+	}
 	int found = next_work(p, &obj, &blk, &len);
 	p->idle_empty = found == 0 && !p->cur_probing;
 	if (found != 1)
@@ -459,8 +525,11 @@ static int step(struct pfs_prefetch *p)
 	 * them get going without a broadcast per read). */
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
+	double t0 = pfs_clock_s();
 	int rc = p->o.fetch(p->o.ctx, obj, blk, len);
+	double took = pfs_clock_s() - t0;
 	pthread_mutex_lock(&p->lock);
+	p->fetch_avg = p->fetch_avg ? 0.875 * p->fetch_avg + 0.125 * took : took;
 	p->inflight--;
 	p->inflight_bytes -= len;
 	if (rc == 0) {
@@ -652,11 +721,28 @@ void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 	uint32_t at = 0;
 	struct ostream *s = p->nos ? os_of_read(p, node, &at) : NULL;
 	if (s) {
-		s->last_use = pfs_clock_s();
+		double now = pfs_clock_s();
+		s->last_use = now;
+		if (off == 0) {
+			if (s->last_start > 0) {
+				double gap = now - s->last_start;
+				s->gap_avg = s->gap_avg ? 0.9 * s->gap_avg + 0.1 * gap : gap;
+			}
+			s->size_avg = s->size_avg ? 0.9 * s->size_avg + 0.1 * (double)size
+						  : (double)size;
+			s->last_start = now;
+			s->starts++;
+		}
 		if (d) {
 			s->hits += d->hits;
 			s->misses += d->misses;
 			s->stall_ns += d->stall_ns;
+			if (d->misses && d->stall_ns) {
+				double w = (double)d->stall_ns / 1e9 / d->misses;
+				p->miss_avg = p->miss_avg ? 0.875 * p->miss_avg + 0.125 * w : w;
+			}
+			if (d->misses && p->no_room_at > 0 && now - p->no_room_at < 1.0)
+				note_shortfall(p, s, d->misses);
 		}
 	}
 	if (off == 0) {
@@ -823,6 +909,7 @@ size_t pfs_prefetch_streams(struct pfs_prefetch *p, struct pfs_prefetch_stream_s
 		o->demand_hits = s->hits;
 		o->demand_misses = s->misses;
 		o->stall_ns = s->stall_ns;
+		o->shortfall = s->shortfall;
 		o->idle_s = now - s->last_use;
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -845,6 +932,7 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("prefetch.order_unknown", order_unknown, 1),
 	ROW("prefetch.order_position", order_position, 1),
 	ROW("prefetch.order_streams", order_streams, 1),
+	ROW("prefetch.order_shortfall", order_shortfall, 0),
 };
 #undef ROW
 
@@ -865,6 +953,7 @@ void pfs_prefetch_collect(void *p, struct pfs_stat_list *l)
 					  (double)ss[i].demand_misses, 0);
 		pfs_stat_list_add_labeled(l, "stream.stall_seconds", nm,
 					  (double)ss[i].stall_ns / 1e9, 0);
+		pfs_stat_list_add_labeled(l, "stream.shortfall", nm, (double)ss[i].shortfall, 0);
 		pfs_stat_list_add_labeled(l, "stream.idle_seconds", nm, ss[i].idle_s, 1);
 	}
 }

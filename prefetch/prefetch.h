@@ -90,6 +90,8 @@ struct pfs_prefetch_stats {
 	uint64_t order_streams;   /* live streams */
 	uint64_t background_files;
 	uint64_t skipped_cached;  /* items found in RAM already, not fetched */
+	uint64_t order_shortfall; /* stream reads' misses while the cache had
+				   * no room for what the streams wanted ahead */
 };
 
 int pfs_prefetch_create(const struct pfs_prefetch_opts *o, struct pfs_prefetch **out);
@@ -159,6 +161,8 @@ struct pfs_prefetch_stream_stats {
 	uint64_t position;          /* highest order index read + 1 */
 	uint64_t demand_hits, demand_misses; /* blocks, of its reads */
 	uint64_t stall_ns;          /* its reads' stalls */
+	uint64_t shortfall;         /* of its misses, those while the cache had
+				     * no room for what the streams wanted */
 	double idle_s;              /* since it was last read or written */
 };
 /* Up to max live streams into out, by name; returns how many. Any thread. */

@@ -20,7 +20,7 @@ def stats(mount):
     """MOUNT/.prestofs/stats as a dict (`mount`: the mount root or any path
     below it). Groups: "origin", "ram", "epoch", "prefetch", ... and
     "stream": {NAME: {"entries", "position", "unknown", "demand_hits",
-    "demand_misses", "stall_seconds", "idle_seconds"}} for each live order
+    "demand_misses", "stall_seconds", "shortfall", "idle_seconds"}} for each live order
     stream (the unnamed one as "default"). See prestofs(1), FILES. Raises
     ValueError off a prestofs mount, OSError when the file cannot be read."""
     path = os.path.join(_root(mount), CONTROL_DIR, "stats")

@@ -246,3 +246,28 @@ def test_two_ranks_small_cache(tmp_path, far_origin_small, mount):
         st = o["epochs"][0]["stream"]
         assert st["demand_misses"] <= 0.01 * shard, "\n".join(report)
     assert per_file <= 1.02, per_file
+
+
+@pytest.mark.skipif(bool(os.environ.get("PRESTOFS_SANITIZED")),
+                    reason="a timing verdict (see test_four_ranks_one_stream_each)")
+def test_two_ranks_cache_too_small_says_so(tmp_path, far_origin_small, mount):
+    """The same two ranks with a RAM tier of 1% of the data: the streams
+    cannot be fed ahead. The daemon says so once, with what they need, and
+    counts the misses it could not avoid in stream.shortfall."""
+    src, rels, url = far_origin_small
+    total = sum((src / r).stat().st_size for r in rels)
+    m = mount(url, {"ram_size": str(total // 100)})
+    want = {i: hashlib.sha256((src / rel).read_bytes()).hexdigest()
+            for i, rel in enumerate(rels)}
+    out, _ = run_ranks(tmp_path, m.path, rels, world=SMALL_WORLD, batch=64, epochs=1,
+                       busy_ms=3.0, head=4096)
+    for r, o in enumerate(out):
+        ep = o["epochs"][0]
+        assert all(want[i] == h for i, h in ep["samples"]), f"rank {r}: wrong bytes"
+    short = [o["epochs"][0]["stream"].get("shortfall", 0) for o in out]
+    misses = [o["epochs"][0]["stream"]["demand_misses"] for o in out]
+    lines = [l for l in m.stderr_text(10**6).splitlines() if "order streams:" in l]
+    print(f"\nram_size 1%: misses {misses}, shortfall {short}\n" + "\n".join(lines))
+    assert len(lines) == 1, lines
+    assert "MiB must be in RAM ahead" in lines[0] and "raise ram_size" in lines[0], lines
+    assert sum(short) >= 1 and all(s <= m_ for s, m_ in zip(short, misses)), (short, misses)

@@ -219,7 +219,7 @@ static void test_bcache_names(void **state)
 			       "ram.stage_budget", "ram.staged_bytes", "ram.staged_blocks",
 			       "ram.admitted", "ram.replaced", "ram.refused", "ram.staged",
 			       "ram.stage_used", "ram.stage_stale", "ram.staged_partial",
-			       "ram.stage_reclaimed", "ram.prefetch_fills",
+			       "ram.stage_reclaimed", "ram.refetched", "ram.prefetch_fills",
 			       "prefetch.bytes_used", "prefetch.bytes_wasted"));
 	assert_true(find(&l, "ram.budget")->value == 1 << 20);
 	assert_true(find(&l, "ram.budget")->is_gauge);
@@ -333,9 +333,10 @@ static void test_prefetch_names(void **state)
 			       "prefetch.background_files", "prefetch.skipped_cached",
 			       "prefetch.order_entries", "prefetch.order_unknown",
 			       "prefetch.order_position", "prefetch.order_streams",
+			       "prefetch.order_shortfall",
 			       "stream.entries", "stream.unknown", "stream.position",
 			       "stream.demand_hits", "stream.demand_misses",
-			       "stream.stall_seconds", "stream.idle_seconds"));
+			       "stream.stall_seconds", "stream.shortfall", "stream.idle_seconds"));
 	assert_true(find(&l, "prefetch.order_unknown")->value == 1);
 	assert_true(find(&l, "prefetch.order_streams")->value == 1);
 	assert_true(find(&l, "stream.entries")->value == 2);
@@ -374,7 +375,7 @@ static void test_all_sources_fit(void **state)
 	pfs_epoch_collect(m.ep, &l);
 	pfs_prefetch_collect(m.p, &l);
 	assert_int_equal(own, 18 + 14);  /* origin 10, ram 4, coalesced, listing, served 2, fuse 14 */
-	assert_int_equal(l.n, own + 17 + 17 + 3 + 11);
+	assert_int_equal(l.n, own + 17 + 18 + 3 + 12);
 	assert_true(l.n + OTHER_SOURCES_ROOM <= PFS_STAT_LIST_MAX);
 	for (size_t i = 0; i < l.n; i++) {
 		if (!valid_name(l.kv[i].name))
