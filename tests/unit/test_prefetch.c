@@ -370,6 +370,33 @@ static void test_no_room_no_fetch(void **state)
 	assert_int_equal(drain(f), 3);
 }
 
+/* A stream read that misses while the prefetcher found no room for the
+ * stream's window counts as its shortfall; a miss with room does not. */
+static void test_shortfall_counted(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t order[8];
+	for (int i = 0; i < 8; i++)
+		order[i] = f->small[i];
+	uint64_t sid = pfs_prefetch_order_begin(f->p, "r");
+	pfs_prefetch_order_add(f->p, sid, order, 8, 0);
+	struct pfs_prefetch_demand miss = {.hits = 0, .misses = 1, .stall_ns = 20000000};
+	/* With room: a miss (the reader came early) is not a shortfall. */
+	pfs_prefetch_on_read(f->p, (uint32_t)order[0], 100, 0, 100, &miss);
+	f->room = 0;
+	assert_int_equal(pfs_prefetch_run_once(f->p), 0); /* no room, work pending */
+	pfs_prefetch_on_read(f->p, (uint32_t)order[1], 100, 0, 100, &miss);
+	pfs_prefetch_on_read(f->p, (uint32_t)order[2], 100, 0, 100, &miss);
+	struct pfs_prefetch_stats st;
+	pfs_prefetch_stats(f->p, &st);
+	assert_int_equal(st.order_shortfall, 2);
+	struct pfs_prefetch_stream_stats ss[4];
+	size_t n = pfs_prefetch_streams(f->p, ss, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(ss[0].shortfall, 2);
+	assert_int_equal(ss[0].demand_misses, 3);
+}
+
 /* With room for one block at a time, the stream least far ahead of its
  * reader is served first, not the next in turn: a rank that read ahead
  * gets the freed room before ranks whose windows are already deep. */
@@ -590,6 +617,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_random_reader_gets_no_readahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interleaved_readers_are_sequential, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_room_no_fetch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shortfall_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_streams_neediest_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_fills_unread_files_of_subtree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_view_objects_fetched_whole, setup, teardown),
