@@ -51,8 +51,8 @@ struct pfs_block {
 	int in_table;         /* guarded by the shard lock */
 	int demand;           /* a reader (not a prefetch) got it; shard lock */
 	int pf;               /* filled by a prefetch, no reader yet; shard lock */
-	size_t read_end;      /* the furthest byte readers reported
-			       * (pfs_bcache_put_read); shard lock */
+	size_t read_bytes;    /* bytes of it readers reported reading
+			       * (pfs_bcache_put_read), at most len; shard lock */
 	int holders;          /* atomic: 1 for the cache, + 1 per pfs_bcache_hold:
 			       * the data and struct are freed at 0 */
 	uint64_t stage_epoch; /* STAGED: epoch it was staged in */
@@ -543,19 +543,19 @@ void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b)
 	pfs_bcache_put_read(c, b, b ? b->len : 0);
 }
 
-void pfs_bcache_put_read(struct pfs_bcache *c, struct pfs_block *b, size_t end)
+void pfs_bcache_put_read(struct pfs_bcache *c, struct pfs_block *b, size_t nread)
 {
 	if (!b)
 		return;
 	struct shard *s = shard_of(c, mix(b->ino, b->idx));
 	struct pfs_block *victims = NULL;
 	pthread_mutex_lock(&s->lock);
-	if (end > b->read_end)
-		b->read_end = end;
+	/* Summed, not the furthest offset: the kernel's readahead may read a
+	 * block's end before its start. */
+	b->read_bytes = nread >= b->len - b->read_bytes ? b->len : b->read_bytes + nread;
 	if (--b->refs == 0) {
-		if (b->place == STAGED && b->demand && b->read_end >= b->len) {
-			/* Read through its end in this epoch: it will not be
-			 * read again. */
+		if (b->place == STAGED && b->demand && b->read_bytes >= b->len) {
+			/* Read whole in this epoch: it will not be read again. */
 			drop(c, s, b, &victims);
 			pfs_add(&c->n.stage_used, 1);
 		} else if (b->place == NOWHERE && !b->in_table) {

@@ -15,14 +15,14 @@
  *    object, see policy.h);
  *  - epoch: as minio; and a prefetch fill (PFS_BCACHE_PREFETCH) that finds
  *    the resident set full goes to the staging area instead, where it stays
- *    until a demand read has used it (dropped after the put of the read
- *    that reached its end), or until it is stale (staged two epochs ago or
- *    more, never read) and the space is wanted.
+ *    until demand reads have used it (dropped after the put that made its
+ *    reads add up to the whole block), or until it is stale (staged two
+ *    epochs ago or more, never read) and the space is wanted.
  * Under every policy, a reader's fill that the resident set refuses goes
  * to the staging area too (when it has one, stage_budget), so that the
- * rest of that block's read finds it: it is dropped at the put of the
- * read that reached its end (pfs_bcache_put_read), or, read only in part,
- * when it is the oldest staged block and the space is wanted.
+ * rest of that block's read finds it: it is dropped at the put that makes
+ * its reads add up to the whole block (pfs_bcache_put_read), or, read only
+ * in part, when it is the oldest staged block and the space is wanted.
  * A block that is not admitted is still handed to its reader and to every
  * reader that waited for the same fill, then freed at the last put.
  *
@@ -86,10 +86,10 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 /* NULL allowed. The block must not be used afterwards. The caller had
  * what it wanted of it (as a reader: up to its end). */
 void pfs_bcache_put(struct pfs_bcache *c, struct pfs_block *b);
-/* As pfs_bcache_put, by a reader that read the block up to byte `end`
- * (exclusive), or 0 by a caller that read none of it (a prefetcher): a
- * staged block stays until a read has reached its end. */
-void pfs_bcache_put_read(struct pfs_bcache *c, struct pfs_block *b, size_t end);
+/* As pfs_bcache_put, by a reader that read `nread` bytes of the block, or
+ * 0 by a caller that read none of it (a prefetcher): a staged block stays
+ * until its readers have read as many bytes as it holds. */
+void pfs_bcache_put_read(struct pfs_bcache *c, struct pfs_block *b, size_t nread);
 
 /* Keeps b's data (pfs_block_data, pfs_block_len) valid after b is put,
  * and after the cache drops or is destroyed, until pfs_bcache_release(b):

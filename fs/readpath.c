@@ -379,13 +379,10 @@ void pfs_fsi_read_done(struct pfs_fs *fs, struct pfs_fsi_read *r, int rc)
 	if (rc == 0 && r->on_read && fs->prefetch)
 		pfs_prefetch_on_read(fs->prefetch, r->node, r->file_size, r->off, (size_t)r->len,
 				     &r->demand);
-	/* One iov per block: how far into it this read went. */
+	/* One iov per block: how much of it this read took. */
 	for (size_t i = 0; i < r->nblocks; i++)
 		pfs_bcache_put_read(fs->cache, r->blocks[i],
-				    i < (size_t)r->niov ?
-				    (size_t)((const char *)r->iov[i].iov_base -
-					     (const char *)pfs_block_data(r->blocks[i])) +
-				    r->iov[i].iov_len : 0);
+				    i < (size_t)r->niov ? r->iov[i].iov_len : 0);
 	if (r->blocks != r->stackb)
 		free(r->blocks);
 	if (r->iov != r->stackv)

@@ -712,8 +712,10 @@ void pfs_prefetch_on_read(struct pfs_prefetch *p, uint32_t node, uint64_t size,
 			  uint64_t off, size_t len, const struct pfs_prefetch_demand *d)
 {
 	/* Every FUSE read calls this: leave at once, without the lock, when
-	 * there is nothing to note (a small file, read past its start). */
-	if (len == 0 || (off != 0 && size <= p->o.block_size))
+	 * there is nothing to note (a small file, read past its start, that
+	 * missed nothing: a miss there is charged to its stream, as a decoder
+	 * that reads a header first then the rest can miss on the rest). */
+	if (len == 0 || (off != 0 && size <= p->o.block_size && !(d && d->misses)))
 		return;
 	pthread_mutex_lock(&p->lock);
 	if (size > p->o.block_size)

@@ -145,9 +145,10 @@ static void test_order_lru(void **state)
 }
 
 /* A reader's block that the full resident set refuses stays (staged)
- * while it is read in pieces, and goes at the put of the read that
- * reached its end; one read only in part is given up, oldest first, when
- * the room is wanted. Every policy with a staging area. */
+ * while it is read in pieces (in any order), and goes at the put that
+ * makes its reads add up to the block; one read only in part is given
+ * up, oldest first, when the room is wanted. Every policy with a staging
+ * area. */
 static void test_partial_read_kept(void **state)
 {
 	(void)state;
@@ -164,7 +165,7 @@ static void test_partial_read_kept(void **state)
 			assert_int_equal(pfs_bcache_get(c, 2, 0, BS, BS, 0, bfx_fill_fn, &f, &b),
 					 0);
 			assert_true(bfx_data_ok(b, 2, 0, BS));
-			pfs_bcache_put_read(c, b, (k + 1) * piece);
+			pfs_bcache_put_read(c, b, piece);
 			struct pfs_bcache_stats st = stats(c);
 			if (pols[p] == PFS_POLICY_LRU) /* lru admits it: resident */
 				continue;
