@@ -193,6 +193,32 @@ static void test_partial_read_kept(void **state)
 	}
 }
 
+/* A prefetched block evicted before any read is wasted; a block filled
+ * twice in one epoch is counted, and not across an epoch change. */
+static void test_waste_and_refetch_counted(void **state)
+{
+	(void)state;
+	struct pfs_bcache *c = new_cache(PFS_POLICY_LRU, PFS_RESIDENT_ANY, 2 * BS, 0);
+	pfs_bcache_set_epoch(c, 1);
+	assert_int_equal(prefetch(c, 10), 1);   /* resident, never read */
+	assert_int_equal(get(c, 11), 1);
+	assert_int_equal(get(c, 12), 1);        /* evicts 10, the LRU */
+	struct pfs_bcache_stats st = stats(c);
+	assert_int_equal(st.prefetch_wasted_bytes, BS);
+	assert_int_equal(st.refetched, 0);
+	assert_int_equal(get(c, 10), 1);        /* filled again, same epoch */
+	assert_int_equal(stats(c).refetched, 1);
+	assert_int_equal(stats(c).prefetch_wasted_bytes, BS); /* a read is no waste */
+	pfs_bcache_set_epoch(c, 2);
+	assert_int_equal(get(c, 11), 1);        /* evicted by 10; a new epoch */
+	assert_int_equal(stats(c).refetched, 1);
+	assert_int_equal(get(c, 12), 1);        /* evicted by 11: again new */
+	assert_int_equal(get(c, 10), 1);        /* evicted by 12; filled in epoch 2 once */
+	assert_int_equal(get(c, 11), 1);        /* its second fill in epoch 2 */
+	assert_int_equal(stats(c).refetched, 2);
+	pfs_bcache_destroy(c);
+}
+
 /* minio, and epoch without prefetching: the first blocks stay, the
  * others are served and dropped, whatever the access pattern. */
 static void test_minio_never_replaces(void **state)
@@ -572,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_order_lru),
 		cmocka_unit_test(test_minio_never_replaces),
 		cmocka_unit_test(test_partial_read_kept),
+		cmocka_unit_test(test_waste_and_refetch_counted),
 		cmocka_unit_test(test_epoch_prefetch_fills_resident_first),
 		cmocka_unit_test(test_epoch_staging),
 		cmocka_unit_test(test_resident_small_large),
