@@ -346,26 +346,47 @@ static int error_line(const char *l)
 
 /* ---- exchanges ------------------------------------------------------------ */
 
+#define IOV_MAX_REQ 12
+
+/* Sends iov[0..n) on a connection of sv and reads the answer's first line:
+ * 0, *out (end it with conn_keep or conn_close) and *line, valid until the
+ * next read on it; or an error, the connection closed. A reused
+ * connection the server had closed is replaced (stale_idle). */
+static int request(struct pfs_mc_server *sv, const struct iovec *iov, int n,
+		   uint64_t deadline_ns, struct conn **out, char **line)
+{
+	struct iovec v[IOV_MAX_REQ];
+	if (n > IOV_MAX_REQ)
+		return -EINVAL;
+	for (;;) {
+		struct conn *c = NULL;
+		int rc = conn_open(sv, deadline_ns, &c);
+		if (rc < 0)
+			return rc;
+		memcpy(v, iov, sizeof(*iov) * (size_t)n); /* send_all moves them */
+		if ((rc = send_all(c, v, n, deadline_ns)) == 0 &&
+		    (rc = read_line(c, line, deadline_ns)) == 0) {
+			*out = c;
+			return 0;
+		}
+		int again = stale_idle(c, rc);
+		conn_close(c);
+		if (!again)
+			return rc;
+	}
+}
+
 int pfs_mc_get(struct pfs_mc_server *sv, const char *key, size_t klen, size_t cap,
 	       uint64_t deadline_ns, struct pfs_mc_value *out)
 {
 	if (!key_ok(key, klen))
 		return -EINVAL;
+	struct iovec iov[3] = {{"get ", 4}, {(void *)key, klen}, {"\r\n", 2}};
 	struct conn *c;
 	char *line;
-	int rc;
-again:
-	if ((rc = conn_open(sv, deadline_ns, &c)) < 0)
+	int rc = request(sv, iov, 3, deadline_ns, &c, &line);
+	if (rc < 0)
 		return rc;
-	struct iovec iov[3] = {{"get ", 4}, {(void *)key, klen}, {"\r\n", 2}};
-	if ((rc = send_all(c, iov, 3, deadline_ns)) < 0 ||
-	    (rc = read_line(c, &line, deadline_ns)) < 0) {
-		if (stale_idle(c, rc)) {
-			conn_close(c);
-			goto again;
-		}
-		goto fail;
-	}
 	if (!strcmp(line, "END")) {
 		conn_keep(sv, c);
 		return -ENOENT;
@@ -413,14 +434,14 @@ void pfs_mc_value_done(struct pfs_mc_server *sv, struct pfs_mc_value *v)
 int pfs_mc_set(struct pfs_mc_server *sv, int add, const char *key, size_t klen,
 	       const struct iovec *data, int n, unsigned ttl, uint64_t deadline_ns)
 {
-	if (!key_ok(key, klen) || n > 8)
+	if (!key_ok(key, klen) || n < 0 || n > IOV_MAX_REQ - 4)
 		return -EINVAL;
 	size_t total = 0;
 	for (int i = 0; i < n; i++)
 		total += data[i].iov_len;
 	char head[64], tail[] = "\r\n";
 	int hl = snprintf(head, sizeof(head), " 0 %u %zu\r\n", ttl, total);
-	struct iovec iov[12];
+	struct iovec iov[IOV_MAX_REQ];
 	int k = 0;
 	iov[k++] = (struct iovec){add ? "add " : "set ", 4};
 	iov[k++] = (struct iovec){(void *)key, klen};
@@ -430,34 +451,21 @@ int pfs_mc_set(struct pfs_mc_server *sv, int add, const char *key, size_t klen,
 	iov[k++] = (struct iovec){tail, 2};
 	struct conn *c;
 	char *line;
-	int rc;
-	struct iovec sendv[12];
-again:
-	if ((rc = conn_open(sv, deadline_ns, &c)) < 0)
+	int rc = request(sv, iov, k, deadline_ns, &c, &line);
+	if (rc < 0)
 		return rc;
-	memcpy(sendv, iov, sizeof(iov[0]) * (size_t)k); /* send_all moves them */
-	if ((rc = send_all(c, sendv, k, deadline_ns)) < 0 ||
-	    (rc = read_line(c, &line, deadline_ns)) < 0) {
-		if (stale_idle(c, rc)) {
-			conn_close(c);
-			goto again;
-		}
-		goto fail;
-	}
-	if (!strcmp(line, "STORED"))
+	if (!strcmp(line, "STORED")) {
 		rc = 0;
-	else if (!strcmp(line, "NOT_STORED") || !strcmp(line, "EXISTS"))
+	} else if (!strcmp(line, "NOT_STORED") || !strcmp(line, "EXISTS")) {
 		rc = -EEXIST;
-	else {
-		rc = error_line(line);
+	} else {
 		/* memcached answers "object too large" before it has read the
 		 * data, then reads on: the connection is not in step. */
-		goto fail;
+		rc = error_line(line);
+		conn_close(c);
+		return rc;
 	}
 	conn_keep(sv, c);
-	return rc;
-fail:
-	conn_close(c);
 	return rc;
 }
 
@@ -466,32 +474,17 @@ int pfs_mc_delete(struct pfs_mc_server *sv, const char *key, size_t klen,
 {
 	if (!key_ok(key, klen))
 		return -EINVAL;
+	struct iovec iov[3] = {{"delete ", 7}, {(void *)key, klen}, {"\r\n", 2}};
 	struct conn *c;
 	char *line;
-	int rc;
-again:
-	if ((rc = conn_open(sv, deadline_ns, &c)) < 0)
+	int rc = request(sv, iov, 3, deadline_ns, &c, &line);
+	if (rc < 0)
 		return rc;
-	struct iovec iov[3] = {{"delete ", 7}, {(void *)key, klen}, {"\r\n", 2}};
-	if ((rc = send_all(c, iov, 3, deadline_ns)) < 0 ||
-	    (rc = read_line(c, &line, deadline_ns)) < 0) {
-		if (stale_idle(c, rc)) {
-			conn_close(c);
-			goto again;
-		}
-		goto fail;
+	if (strcmp(line, "DELETED") && strcmp(line, "NOT_FOUND")) {
+		conn_close(c);
+		return -EPROTO;
 	}
-	if (!strcmp(line, "DELETED"))
-		rc = 0;
-	else if (!strcmp(line, "NOT_FOUND"))
-		rc = -ENOENT;
-	else {
-		rc = -EPROTO;
-		goto fail;
-	}
+	rc = strcmp(line, "DELETED") ? -ENOENT : 0;
 	conn_keep(sv, c);
-	return rc;
-fail:
-	conn_close(c);
 	return rc;
 }

@@ -147,16 +147,24 @@ def _forge(mc, key):
     mc.set(key, hdr + val[40:off] + v + block)
 
 
-def test_forged_value_refused_with_a_key(tmp_path, nginx, mount, memcached):
+def _filled_tier(tmp_path, nginx, mount, memcached, count, seed, keyed):
+    """An origin of `count` files, a memcached, and mount "a" that read them
+    all and stored them there: (src, files, ng, mc, options, a)."""
     src = tmp_path / "src"
-    files = make_files(src, 10, 20 * KiB, 100 * KiB, 29)
+    files = make_files(src, count, 20 * KiB, 100 * KiB, seed)
     ng = nginx(src)
     mc = memcached()
-    kf = _key_file(tmp_path / "key")
-    o = {"prefetch": "off", "shared_cache": servers(mc), "shared_key_file": kf}
+    o = {"prefetch": "off", "shared_cache": servers(mc)}
+    if keyed:
+        o["shared_key_file"] = _key_file(tmp_path / "key")
     a = mount(ng.url, o, name="a")
     assert read_checked(a, files) == []
     wait_drained(a)
+    return src, files, ng, mc, o, a
+
+
+def test_forged_value_refused_with_a_key(tmp_path, nginx, mount, memcached):
+    src, files, ng, mc, o, a = _filled_tier(tmp_path, nginx, mount, memcached, 10, 29, True)
     keys = _values(mc)
     assert keys and all(k.startswith("pfsk:") for k in keys), keys
     for k in keys:
@@ -174,14 +182,7 @@ def test_forged_value_served_without_a_key(tmp_path, nginx, mount, memcached):
     """Why the key file exists: without it, whoever reaches memcached can
     replace a block and recompute its checksum, and a node serves it
     (prestofs(1), SHARED TIER). This test shows it happen."""
-    src = tmp_path / "src"
-    files = make_files(src, 6, 20 * KiB, 100 * KiB, 30)
-    ng = nginx(src)
-    mc = memcached()
-    o = {"prefetch": "off", "shared_cache": servers(mc)}
-    a = mount(ng.url, o, name="a")
-    assert read_checked(a, files) == []
-    wait_drained(a)
+    src, files, ng, mc, o, a = _filled_tier(tmp_path, nginx, mount, memcached, 6, 30, False)
     keys = _values(mc)
     assert keys and all(k.startswith("pfs1:") for k in keys), keys
     for k in keys:
@@ -215,15 +216,8 @@ def test_bad_key_files(tmp_path, prestofs_bin, case):
 
 
 def test_keyed_and_unkeyed_do_not_share(tmp_path, nginx, mount, memcached):
-    src = tmp_path / "src"
-    files = make_files(src, 8, 20 * KiB, 100 * KiB, 31)
-    ng = nginx(src)
-    mc = memcached()
-    kf = _key_file(tmp_path / "key")
-    keyed = {"prefetch": "off", "shared_cache": servers(mc), "shared_key_file": kf}
-    a = mount(ng.url, keyed, name="a")
-    assert read_checked(a, files) == []
-    wait_drained(a)
+    src, files, ng, mc, keyed, a = _filled_tier(tmp_path, nginx, mount, memcached, 8, 31,
+                                                True)
     b = mount(ng.url, {"prefetch": "off", "shared_cache": servers(mc)}, name="b")
     assert read_checked(b, files) == []
     assert shared_stats(b)["hits"] == 0, shared_stats(b)
