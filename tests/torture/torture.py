@@ -356,7 +356,7 @@ class Runner:
         if o.get("ssd"):
             b += 132 * MiB
         if o.get("shared") and self.mc:
-            b += 64 * MiB + 33 * bs
+            b += 64 * MiB + (16 + inflight) * bs  # 16 idle connections, one per exchange
         # Views: view_memory (2 x view_max_source = 128 MiB by default), or
         # the largest single job when it alone is more (not here: the
         # largest JPEG is ~1.2 MB, 1 Mpixel).
