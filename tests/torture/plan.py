@@ -15,6 +15,7 @@ A step is a plain dict (JSON), {"op": ..., ...}:
   unclash    {"name"}                 delete that key again
   faults     {"kinds", "p"}           faults on object GETs from now (p 0: off)
   range      {"on"}                   the origin honours Range or not
+  mc         {"paused"}               the memcached server hangs (SIGSTOP) or resumes
   disk       {"full"}                 fill the SSD disk to the brim, or free it
   read       {"name", "how", ...}     how: whole, pread (threads, n, seed),
                                       mmap, view (spec)
@@ -101,11 +102,12 @@ def make_plan(seed, nsteps=40):
     opts = None
     mounted = False
     faults_on = False
+    mc_paused = False
     clashes = []
     created = 0
     weights = [("read", 30), ("read_all", 10), ("mount", 4), ("remount", 8),
                ("change", 12), ("unmount", 3), ("kill9", 3), ("faults", 6),
-               ("wipe_ssd", 1), ("disk", 3), ("range", 2), ("clash", 1)]
+               ("wipe_ssd", 1), ("disk", 3), ("range", 2), ("clash", 1), ("mc", 2)]
     kinds, w = zip(*weights)
     while len(steps) < nsteps:
         if not mounted:
@@ -156,6 +158,12 @@ def make_plan(seed, nsteps=40):
             steps.append({"op": "disk", "full": rng.random() < 0.6})
         elif op == "range":
             steps.append({"op": "range", "on": rng.random() < 0.5})
+        elif op == "mc":
+            # The memcached server hangs (SIGSTOP: connections open, no
+            # answer) or comes back: a shared tier that must cost reads a
+            # deadline, never a wrong byte or a hung read or unmount.
+            mc_paused = not mc_paused
+            steps.append({"op": "mc", "paused": mc_paused})
         elif op == "clash":
             if not clashes:
                 # a file named like a directory, or a directory under a file

@@ -203,6 +203,8 @@ class Runner:
         if self.origin:
             self.origin.stop()
         if self.mc:
+            if self.mc.proc and self.mc.proc.poll() is None:
+                os.kill(self.mc.proc.pid, signal.SIGCONT)
             self.mc.stop()
         if self.tmpfs is not None:
             subprocess.run(["umount", "-l", str(self.tmpfs)], capture_output=True)
@@ -447,6 +449,11 @@ class Runner:
             self.origin.set_faults(None)
             self.faults_on = False
             self.fault_until = time.monotonic() + (self.bound() if self.opts else 60)
+
+    def op_mc(self, step):
+        if not self.mc or not self.mc.proc or self.mc.proc.poll() is not None:
+            return
+        os.kill(self.mc.proc.pid, signal.SIGSTOP if step["paused"] else signal.SIGCONT)
 
     def op_range(self, step):
         self.range_on = step["on"]
