@@ -309,6 +309,10 @@ static int read_line(struct conn *c, char **line, uint64_t deadline_ns)
 		size_t have = c->end - c->off;
 		for (; s && scanned + 1 < have; scanned++) {
 			if (s[scanned] == '\r' && s[scanned + 1] == '\n') {
+				/* A NUL inside would end the line for strcmp early:
+				 * "STORED\0anything" is not an answer. */
+				if (memchr(s, 0, scanned))
+					return -EPROTO;
 				s[scanned] = 0;
 				*line = s;
 				c->off += scanned + 2;
