@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -33,6 +34,7 @@
 #include "../origin/origin.h"
 #include "../cache/epoch.h"
 #include "../prefetch/prefetch.h"
+#include "../util/atomic.h"
 #include "../util/log.h"
 #include "../util/notify.h"
 #include "../util/clock.h"
@@ -203,6 +205,31 @@ static int fork_daemon(void)
 /* The mount is in place: a service manager (systemd Type=notify) may
  * start what needs it. From the process that serves the mount, so its pid
  * goes along (after daemon_ready() it is not the one systemd started). */
+/* Watches for the unmount while the FUSE loop runs: the loop returns only
+ * once every worker has finished its request, and a worker reading a
+ * stalled origin object would hold the exit for the whole stall (seen by
+ * the torture harness: 2.5 s). As soon as the session has exited, the
+ * origin's transfers are stopped (they end within about a second). */
+struct unmount_watch {
+	struct fuse_session *se;
+	struct pfs_origin *origin;
+	int done; /* atomic: the loop returned */
+};
+
+static void *watch_unmount(void *p)
+{
+	struct unmount_watch *w = p;
+	while (!pfs_load(&w->done)) {
+		if (fuse_session_exited(w->se)) {
+			pfs_origin_stop(w->origin);
+			break;
+		}
+		struct timespec ts = {0, 50 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 static void notify_ready(const char *mountpoint)
 {
 	char state[PATH_MAX + 64];
@@ -410,10 +437,16 @@ int main(int argc, char **argv)
 	 * would cap a 20 ms origin at 500 files/s. */
 	fuse_loop_cfg_set_max_threads(lcfg, (unsigned)o.max_threads);
 	fuse_loop_cfg_set_idle_threads(lcfg, (unsigned)(o.max_threads / 4 + 1));
+	struct unmount_watch watch = {.se = se, .origin = origin};
+	pthread_t watcher;
+	int watching = pthread_create(&watcher, NULL, watch_unmount, &watch) == 0;
 	ret = fuse_session_loop_mt(se, lcfg) != 0;
 	/* Unmounted: prefetches and warm-ups in flight must not hold the exit
 	 * for their whole retry chain against a slow origin. */
 	pfs_origin_stop(origin);
+	pfs_store(&watch.done, 1);
+	if (watching)
+		pthread_join(watcher, NULL);
 	if (pfs_notify("STOPPING=1") < 0)
 		pfs_debug("service manager: STOPPING=1 not sent");
 	fuse_loop_cfg_destroy(lcfg);
