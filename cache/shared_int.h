@@ -21,7 +21,7 @@
 #define FAIL_WINDOW_NS 10000000000ull
 #define DEADLINE_FLOOR 0.25 /* s: the least an exchange is given: on a busy
 			     * node (192 threads on 2 cores, CI) a small value
-			     * took over 0.1 s once in about 900 exchanges */
+			     * took over 0.1 s once among several hundred */
 
 /* What an exchange carries, for its latency estimate: a block (a get
  * that may hit, a store), or a few bytes (a miss, a lock, a delete). */
