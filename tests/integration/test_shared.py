@@ -559,7 +559,11 @@ def test_unmount_bounded_with_hung_servers(tmp_path, nginx, mount):
                            "shared_retry": "60"}, name="a")
         assert read_checked(a, files, threads=4) == []
         s = shared_stats(a)
-        assert s["servers_down"] == 2 and s["timeouts"] <= 12, s
+        # A server goes out at its 3rd timeout in a row; the exchanges
+        # already waiting on it then (the other 3 readers and the one
+        # store writer) time out too: at most 3 + 4 per server, where
+        # one timeout per block (40 gets, 40 stores) would be 80.
+        assert s["servers_down"] == 2 and s["timeouts"] <= 2 * (3 + 4), s
         t0 = time.monotonic()
         assert a.stop() == []
         assert time.monotonic() - t0 < 10
