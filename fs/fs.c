@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
-#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <fuse_lowlevel.h>
 
@@ -24,7 +22,6 @@
 #include "order.h"
 #include "warm.h"
 #include "../prefetch/prefetch.h"
-#include "../cache/failmem.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/stats.h"
@@ -34,25 +31,22 @@ int pfs_fs_create(const struct pfs_fs_conf *conf, struct pfs_fs **out)
 	struct pfs_fs *fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
-	/* Any number will do, as long as the next mount draws another. */
-	if (getrandom(&fs->mount_nonce, sizeof(fs->mount_nonce), 0) != sizeof(fs->mount_nonce))
-		fs->mount_nonce = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^
-				  pfs_clock_ns();
 	fs->ft = conf->ft;
 	fs->origin = conf->origin;
 	fs->cache = conf->cache;
-	fs->ssd = conf->ssd;
-	fs->shared = conf->shared;
 	fs->epoch = conf->epoch;
 	fs->policy = conf->policy;
 	fs->views = conf->views;
 	fs->block_size = conf->block_size;
-	if (pfs_failmem_create(&fs->failed) < 0) {
+	struct pfs_blocks_opts bo = {.ft = conf->ft, .cache = conf->cache, .origin = conf->origin,
+				     .ssd = conf->ssd, .shared = conf->shared,
+				     .block_size = conf->block_size};
+	if (pfs_blocks_create(&bo, &fs->blocks) < 0) {
 		free(fs);
 		return -ENOMEM;
 	}
 	if (pfs_warm_create(fs, &fs->warm) < 0) {
-		pfs_failmem_destroy(fs->failed);
+		pfs_blocks_destroy(fs->blocks);
 		free(fs);
 		return -ENOMEM;
 	}
@@ -69,7 +63,7 @@ void pfs_fs_destroy(struct pfs_fs *fs)
 		return;
 	pfs_warm_destroy(fs->warm); /* its workers use everything below */
 	pfs_order_destroy(fs->order);
-	pfs_failmem_destroy(fs->failed);
+	pfs_blocks_destroy(fs->blocks);
 	free(fs);
 }
 
@@ -410,12 +404,13 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len)
 	struct pfs_fnode info;
 	if (pfs_ftable_get(fs->ft, node, &info) < 0 || info.is_dir)
 		return -ENOENT;
-	struct pfs_fsi_fill c = {.fs = fs, .node = node, .size = info.size,
-				  .off = blk * fs->block_size, .fp = info.fp, .defer_ssd = 1};
+	if (blk * fs->block_size >= info.size)
+		return -EINVAL;
+	(void)len; /* the block's length follows from the file's size */
+	struct pfs_blocks_obj o;
+	pfs_blocks_file(fs->blocks, node, &info, &o);
 	struct pfs_block *b;
-	int rc = pfs_bcache_get(fs->cache, (uint64_t)node + 1, blk, len, info.size,
-				PFS_BCACHE_PREFETCH, pfs_fsi_fill_block, &c, &b);
-	pfs_fsi_fill_done(fs, &c, rc, rc == 0 ? b : NULL);
+	int rc = pfs_blocks_get(fs->blocks, &o, blk, PFS_BLOCKS_PREFETCH, 0, &b, NULL);
 	if (rc == 0)
 		pfs_bcache_put_read(fs->cache, b, 0); /* fetched, not read */
 	return rc;
@@ -428,7 +423,7 @@ int pfs_fs_prefetch_cached(void *ctx, uint64_t obj, uint64_t blk)
 	uint64_t ino = PFS_PREFETCH_VIEW(obj) ?
 		       pfs_fsi_view_ino(PFS_PREFETCH_VIEW(obj) - 1, node) : (uint64_t)node + 1;
 	/* A file the origin just failed is skipped whole. */
-	if (pfs_failmem_check(fs->failed, node, pfs_clock_ns()) < 0)
+	if (pfs_blocks_failing(fs->blocks, node))
 		return PFS_PREFETCH_SKIP_OBJECT;
 	return pfs_bcache_contains(fs->cache, ino, blk) ? PFS_PREFETCH_SKIP_BLOCK : 0;
 }

@@ -59,9 +59,9 @@ int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p);
  * pfs_fs, which must outlive the prefetcher).
  *
  * pfs_fs_prefetch_block: brings block `blk` (len bytes) of object `obj`
- * into the RAM tier through the same fill as a demand read (SSD tier, then
- * the origin under the file's pinned version; the block goes to the SSD
- * tier too). A view object is fetched whole (blk ignored). Runs on a
+ * into the RAM tier through the same path as a demand read (blocks.h: the
+ * other tiers, then the origin under the file's pinned version; the block
+ * goes to the SSD and shared tiers too). A view object is fetched whole (blk ignored). Runs on a
  * prefetch worker and waits for the origin; takes no lock of the
  * prefetcher. Returns 0 (the block may still not be kept: the cache's
  * policy decides); -ENOENT for a node that is no file; -ENOMEM; -ESTALE

@@ -9,7 +9,8 @@
  * fs.c calls the kind's operation, which returns 0 or a negative errno and
  * never replies; fs.c replies exactly once, mapping errors in one place
  * (reply_err). The calls point one way: fs.c -> node_view.c -> node_data.c
- * -> readpath.c; node_ctl.c -> readpath.c's neighbours ctl.c and order.c.
+ * -> readpath.c -> blocks/ (which sequences the tiers); node_ctl.c ->
+ * readpath.c's neighbours ctl.c and order.c.
  *
  * Threads: every function here may run on any FUSE worker or prefetch
  * worker thread at once; struct pfs_fs is read-only after mounting except
@@ -23,29 +24,24 @@
 #include <sys/uio.h>
 #include <fuse_lowlevel.h>
 
+#include "../blocks/blocks.h"
 #include "../catalog/ftable.h"
 #include "../cache/bcache.h"
 #include "../cache/policy.h"
-#include "../cache/ssd.h"
-#include "../cache/shared.h"
-#include "../origin/origin.h"
 #include "../prefetch/prefetch.h"
 
 struct pfs_origin;
-struct pfs_ssd;
 struct pfs_epoch;
 struct pfs_views;
 struct pfs_prefetch;
 struct pfs_order;
-struct pfs_failmem;
 struct pfs_warm;
 
 struct pfs_fs {
 	struct pfs_ftable *ft;
-	struct pfs_origin *origin;
+	struct pfs_origin *origin;     /* for its read bound only */
 	struct pfs_bcache *cache;
-	struct pfs_ssd *ssd;
-	struct pfs_shared *shared;     /* NULL: no shared tier */
+	struct pfs_blocks *blocks;     /* owned: every block comes from it */
 	struct pfs_epoch *epoch;
 	size_t block_size;
 	uid_t uid;
@@ -55,19 +51,16 @@ struct pfs_fs {
 	struct pfs_prefetch *prefetch; /* set before mounting, or NULL */
 	struct pfs_order *order;
 	struct pfs_views *views;       /* NULL: no views */
-	struct pfs_failmem *failed;    /* files the origin just failed */
 	struct pfs_warm *warm;         /* warm-up jobs (warm.h) */
 	/* The current epoch's counters: bases taken when it began (atomic). */
 	uint64_t epoch_seen, base_hits, base_misses, base_stall_ns;
 	uint64_t stall_ns; /* atomic: time demand reads waited for data */
-	int warned_no_validator; /* atomic: logged once per mount */
-	uint64_t mount_nonce; /* drawn at create: see pfs_fsi_ssd_fp */
 };
 
 /* Attributes never change while mounted: the kernel may keep them. */
 #define PFS_FSI_TIMEOUT_FOREVER 1e6 /* seconds */
 
-/* ---- readpath.c: fills, reads, stall timing, epoch notes -------------- */
+/* ---- readpath.c: reads, stall timing, epoch notes --------------------- */
 
 /* A demand read that took longer than this waited for a fill (a RAM hit
  * takes about a microsecond). */
@@ -91,88 +84,22 @@ struct pfs_fsi_read {
 	struct pfs_prefetch_demand demand; /* set by pfs_fsi_read_range */
 };
 
-/* Where the bytes of a read come from: cache key `ino`, an object of
- * `size` bytes in blocks of `block`. fill NULL: dataset file `node`
- * (pfs_fsi_fill_block); else fill(fill_ctx) fills every block. */
-struct pfs_fsi_source {
-	uint64_t ino, size, block;
-	uint32_t node;
-	uint64_t fp;                /* the node's listing fingerprint */
-	pfs_bcache_fill_fn fill;
-	void *fill_ctx;
-};
-
 /* A read at offset 0 of file `node`: epoch tracking and the epoch's
  * counters (see cache/epoch.h). */
 void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node);
 /* Bytes [start, end) of src into r (end <= src->size, start < end):
  * 0, or the first block's error; the time spent waiting counts as a stall. */
-int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_fsi_source *src, uint64_t start,
+int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_blocks_obj *src, uint64_t start,
 		       uint64_t end, struct pfs_fsi_read *r);
 /* After the reply (rc: what the read returned): blocks released, buffers
  * freed, the prefetcher told. */
 void pfs_fsi_read_done(struct pfs_fs *fs, struct pfs_fsi_read *r, int rc);
 
-/* A block of a dataset file, for a bcache fill. */
-struct pfs_fsi_fill {
-	struct pfs_fs *fs;
-	uint32_t node;
-	uint64_t size, off, fp;
-	uint64_t deadline_ns;       /* the reader's (pfs_origin_req); 0: none
-				     * (a prefetch: its retries bound it) */
-	int called;                 /* set by the fill: the block was a miss */
-	int warm;                   /* a warm-up: SSD puts via pfs_fsi_ssd_put_warm */
-	int in_ssd;                 /* set by the fill: found in or queued for
-				     * the SSD tier */
-	int from_origin;            /* set by the fill: fetched from the origin */
-	int defer_ssd;              /* leave the SSD put to pfs_fsi_fill_done */
-	int ssd_pending;            /* set by the fill: that put is due */
-	char v[PFS_SSD_ETAG_MAX];   /* ssd_pending, shared_pending: the
-				     * validator to store */
-	int shared_pending;         /* set by the fill: a shared put is due
-				     * (with defer_ssd), of shared_key */
-	int shared_unlock;          /* with shared_pending: release its lock */
-	struct pfs_shared_key shared_key;
-	struct pfs_origin_spill spill; /* set by the fill (with defer_ssd): the
-				     * rest of a whole-object answer */
-};
-/* A RAM miss: the SSD tier, else the shared tier, else the origin, under
- * the file's pinned version (a pfs_bcache_fill_fn; p: struct
- * pfs_fsi_fill). A fill that took the shared tier's lock for the block
- * releases it itself when it fails; on success the put that follows does. */
-int pfs_fsi_fill_block(void *p, void *buf, size_t len);
-/* After a pfs_bcache_get whose fill (c, with defer_ssd) came from the
- * origin or the shared tier: block b goes to the SSD tier, and (from the
- * origin) to the shared tier, without a copy (each tier's writer holds
- * b's data until it is written, pfs_bcache_hold). Call while holding b,
- * after a get that succeeded; nothing to do when no put is due. The rest
- * of a whole-object answer (c->spill) goes to the RAM tier while it has
- * room (as prefetched blocks) and to the SSD tier; freed in any case.
- * Call after every get with such a fill: rc is the get's, b its block
- * (NULL when rc < 0). */
-void pfs_fsi_fill_done(struct pfs_fs *fs, struct pfs_fsi_fill *c, int rc, struct pfs_block *b);
-/* The fingerprint an SSD entry fetched under validator v is stored and
- * looked up with. An object without a validator ("-") can change at the
- * same size with nothing to show it, so its entries hold for this mount
- * only: the fingerprint is mixed with a number drawn at mount. */
-uint64_t pfs_fsi_ssd_fp(const struct pfs_fs *fs, uint64_t fp, const char *v);
-/* Block blk of dataset file `node` (object `path`, listing fingerprint fp)
- * from the SSD tier, if it is of the version pinned for the file (or it
- * pins its own; an entry of an object without a validator only within the
- * mount that stored it). 0, or -ENOENT (a miss; -ESTALE when another
- * version is pinned). */
-int pfs_fsi_ssd_get(struct pfs_fs *fs, uint32_t node, const char *path, uint64_t blk,
-		    uint64_t fp, void *buf, size_t len);
-/* A warm-up's put into the SSD tier: only while the tier has room under
- * its budget (so it never evicts), waiting for room in the write queue
- * once. 0 (queued), -ENOSPC (no room), -EAGAIN (disabled, queue full). */
-int pfs_fsi_ssd_put_warm(struct pfs_fs *fs, const char *path, uint64_t blk, uint64_t fp,
-			 const char *v, const void *buf, size_t len);
 /* The first len bytes of dataset file `node` (len <= its size, else
- * -EINVAL) into buf, through the cache with bcache `flags`: only the
- * blocks that hold them are fetched. 0 or a negative errno. */
+ * -EINVAL) into buf, through the tiers as a read or a prefetch (`mode`):
+ * only the blocks that hold them are fetched. 0 or a negative errno. */
 int pfs_fsi_read_head(struct pfs_fs *fs, uint32_t node, const struct pfs_fnode *info,
-		      unsigned flags, void *buf, size_t len);
+		      enum pfs_blocks_mode mode, void *buf, size_t len);
 
 /* ---- the inode kinds --------------------------------------------------- */
 

@@ -89,8 +89,8 @@ int pfs_fsi_data_read(struct pfs_fs *fs, uint32_t node, size_t size, off_t off,
 	if (start == 0)
 		pfs_fsi_note_sample(fs, node);
 	uint64_t end = info.size - start < size ? info.size : start + size;
-	struct pfs_fsi_source src = {.ino = (uint64_t)node + 1, .size = info.size,
-				     .block = fs->block_size, .node = node, .fp = info.fp};
+	struct pfs_blocks_obj src;
+	pfs_blocks_file(fs->blocks, node, &info, &src);
 	r->on_read = 1;
 	r->node = node;
 	r->file_size = info.size;

@@ -6,8 +6,9 @@
  * A view inode is VIEW_BASE | spec << 32 | node: the same namespace as the
  * dataset, per interned spec. A file that is not a JPEG passes through
  * (its reads share the dataset file's cache blocks); a JPEG's output is
- * one cache block keyed by its view inode, and is kept in the SSD tier
- * under ".views/SPEC/REL/PATH" with the source's validator.
+ * one block keyed by its view inode, a made object of blocks/ (so it is
+ * kept in the SSD and shared tiers under ".views/SPEC/REL/PATH" with the
+ * source's pinned validator).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +19,6 @@
 #include "fs_int.h"
 #include "views.h"
 #include "../catalog/listing.h"
-#include "../cache/ssd.h"
 #include "../transform/view.h"
 #include "../util/log.h"
 
@@ -45,13 +45,13 @@ struct source {
 	struct pfs_fs *fs;
 	uint32_t node;
 	const struct pfs_fnode *info;
-	unsigned flags; /* for the source's blocks */
+	enum pfs_blocks_mode mode; /* for the source's blocks */
 };
 
 static int read_source(void *p, void *buf, size_t len)
 {
 	struct source *c = p;
-	return pfs_fsi_read_head(c->fs, c->node, c->info, c->flags, buf, len);
+	return pfs_fsi_read_head(c->fs, c->node, c->info, c->mode, buf, len);
 }
 
 static void log_view(struct pfs_fs *fs, uint32_t spec, uint32_t node, int rc)
@@ -70,14 +70,15 @@ static void log_view(struct pfs_fs *fs, uint32_t spec, uint32_t node, int rc)
 
 /* Output size of a view file (a JPEG under spec), remembered per inode;
  * -EFBIG for a source over view_max_source, before any byte is fetched. */
-static int view_size(struct pfs_fs *fs, fuse_ino_t ino, unsigned flags, uint64_t *size)
+static int view_size(struct pfs_fs *fs, fuse_ino_t ino, enum pfs_blocks_mode mode,
+		     uint64_t *size)
 {
 	uint32_t spec, node;
 	struct pfs_fnode info;
 	view_split(ino, &spec, &node);
 	if (pfs_ftable_get(fs->ft, node, &info) < 0)
 		return -ENOENT;
-	struct source c = {fs, node, &info, flags};
+	struct source c = {fs, node, &info, mode};
 	struct pfs_views_src src = {ino, info.size, read_source, &c};
 	int rc = pfs_views_size(fs->views, spec, &src, size);
 	if (rc == -EIO || rc == -E2BIG || rc == -EFBIG) /* -EIO, -E2BIG: once */
@@ -96,7 +97,7 @@ static int view_entry(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param
 	e->attr.st_ino = ino;
 	if (!S_ISDIR(e->attr.st_mode) && pfs_views_transforms(pfs_ftable_name(fs->ft, node))) {
 		uint64_t size;
-		rc = view_size(fs, ino, 0, &size);
+		rc = view_size(fs, ino, PFS_BLOCKS_READ, &size);
 		if (rc < 0)
 			return rc;
 		e->attr.st_size = (off_t)size;
@@ -105,41 +106,48 @@ static int view_entry(struct pfs_fs *fs, fuse_ino_t ino, struct fuse_entry_param
 	return 0;
 }
 
-struct view_fill_ctx {
+/* A view file's output, as a made object of blocks/: its name in the
+ * tiers, and the transform that makes it from its source. */
+struct view_obj {
 	struct pfs_fs *fs;
 	uint32_t spec, node;
 	struct pfs_fnode info;
-	unsigned flags; /* for the source's blocks */
+	enum pfs_blocks_mode mode; /* for the source's blocks */
+	struct pfs_blocks_obj o;
 };
 
-static int view_fill(void *p, void *buf, size_t len)
+static int view_name(void *p, char *out, size_t cap)
 {
-	struct view_fill_ctx *c = p;
-	struct pfs_fs *fs = c->fs;
-	char path[4096 + 300], rel[4096], etag[PFS_ETAG_MAX];
-	int rc = pfs_ftable_path(fs->ft, c->node, rel, sizeof(rel));
+	struct view_obj *c = p;
+	char rel[4096];
+	int rc = pfs_ftable_path(c->fs->ft, c->node, rel, sizeof(rel));
 	if (rc < 0)
 		return rc;
-	if (snprintf(path, sizeof(path), ".views/%.256s/%s", pfs_views_canon(fs->views, c->spec),
-		     rel) >= (int)sizeof(path))
+	if (snprintf(out, cap, ".views/%.256s/%s", pfs_views_canon(c->fs->views, c->spec),
+		     rel) >= (int)cap)
 		return -ENAMETOOLONG;
-	/* A stored output counts only if made from the source's pinned
-	 * version (or it pins its own) by these transforms: a view never
-	 * mixes with another version of its source, nor with another
-	 * decoder's output. */
-	uint64_t fp = c->info.fp ^ (pfs_view_version() * 0x9e3779b97f4a7c15ull);
-	if (fs->ssd && pfs_fsi_ssd_get(fs, c->node, path, 0, fp, buf, len) == 0)
-		return 0;
-	struct source sc = {fs, c->node, &c->info, c->flags};
+	return 0;
+}
+
+static int view_make(void *p, void *buf, size_t len)
+{
+	struct view_obj *c = p;
+	struct source sc = {c->fs, c->node, &c->info, c->mode};
 	struct pfs_views_src src = {pfs_fsi_view_ino(c->spec, c->node), c->info.size,
 				    read_source, &sc};
-	rc = pfs_views_output(fs->views, c->spec, &src, buf, len);
-	if (rc < 0)
-		return rc;
-	pfs_ftable_etag(fs->ft, c->node, etag);
-	if (fs->ssd && etag[0])
-		pfs_ssd_put(fs->ssd, path, 0, pfs_fsi_ssd_fp(fs, fp, etag), etag, buf, len);
-	return 0;
+	return pfs_views_output(c->fs->views, c->spec, &src, buf, len);
+}
+
+/* Sets up c (fs, spec, node, info and mode set) for output size osize. A
+ * stored output counts only if made from the source's pinned version (or
+ * it pins its own) by these transforms: a view never mixes with another
+ * version of its source, nor with another decoder's output. */
+static void view_obj_init(struct view_obj *c, uint64_t osize)
+{
+	c->o = (struct pfs_blocks_obj){
+		.ino = pfs_fsi_view_ino(c->spec, c->node), .node = c->node, .size = osize,
+		.block = osize, .fp = c->info.fp ^ (pfs_view_version() * 0x9e3779b97f4a7c15ull),
+		.name = view_name, .make = view_make, .ctx = c};
 }
 
 /* ---- the kind's operations ---------------------------------------------- */
@@ -190,7 +198,7 @@ static int view_read(struct pfs_fs *fs, fuse_ino_t ino, size_t size, off_t off,
 {
 	if (ino == PFS_CTL_INO_VIEWS)
 		return -EISDIR;
-	struct view_fill_ctx c = {.fs = fs};
+	struct view_obj c = {.fs = fs, .mode = PFS_BLOCKS_READ};
 	view_split(ino, &c.spec, &c.node);
 	if (pfs_ftable_get(fs->ft, c.node, &c.info) < 0)
 		return -ENOENT;
@@ -199,16 +207,15 @@ static int view_read(struct pfs_fs *fs, fuse_ino_t ino, size_t size, off_t off,
 	if (!pfs_views_transforms(pfs_ftable_name(fs->ft, c.node)))
 		return pfs_fsi_data_read(fs, c.node, size, off, r);
 	uint64_t osize;
-	int rc = view_size(fs, ino, 0, &osize);
+	int rc = view_size(fs, ino, PFS_BLOCKS_READ, &osize);
 	if (rc < 0)
 		return rc;
 	if (off < 0 || (uint64_t)off >= osize || size == 0)
 		return 0;
+	view_obj_init(&c, osize);
 	if (off == 0)
 		pfs_fsi_note_sample(fs, c.node);
 	uint64_t end = osize - (uint64_t)off < size ? osize : (uint64_t)off + size;
-	struct pfs_fsi_source src = {.ino = ino, .size = osize, .block = osize,
-				     .node = c.node, .fill = view_fill, .fill_ctx = &c};
 	if (off == 0) { /* the order position moves */
 		r->on_read = 1;
 		r->node = c.node;
@@ -216,7 +223,7 @@ static int view_read(struct pfs_fs *fs, fuse_ino_t ino, size_t size, off_t off,
 		r->off = 0;
 		r->len = end;
 	}
-	return pfs_fsi_read_range(fs, &src, (uint64_t)off, end, r);
+	return pfs_fsi_read_range(fs, &c.o, (uint64_t)off, end, r);
 }
 
 /* A view directory lists its dataset directory's entries, as view inodes. */
@@ -260,17 +267,17 @@ const struct pfs_fsi_kind pfs_fsi_view = {
 int pfs_fsi_view_prefetch(struct pfs_fs *fs, uint32_t spec, uint32_t node)
 {
 	fuse_ino_t ino = pfs_fsi_view_ino(spec, node);
-	struct view_fill_ctx c = {.fs = fs, .spec = spec, .node = node,
-				  .flags = PFS_BCACHE_PREFETCH};
+	struct view_obj c = {.fs = fs, .spec = spec, .node = node,
+			     .mode = PFS_BLOCKS_PREFETCH};
 	if (pfs_ftable_get(fs->ft, node, &c.info) < 0 || c.info.is_dir)
 		return -ENOENT;
 	uint64_t osize;
-	int rc = view_size(fs, ino, PFS_BCACHE_PREFETCH, &osize);
+	int rc = view_size(fs, ino, PFS_BLOCKS_PREFETCH, &osize);
 	if (rc < 0)
 		return rc;
+	view_obj_init(&c, osize);
 	struct pfs_block *b;
-	rc = pfs_bcache_get(fs->cache, ino, 0, (size_t)osize, osize, PFS_BCACHE_PREFETCH,
-			    view_fill, &c, &b);
+	rc = pfs_blocks_get(fs->blocks, &c.o, 0, PFS_BLOCKS_PREFETCH, 0, &b, NULL);
 	if (rc == 0)
 		pfs_bcache_put_read(fs->cache, b, 0); /* made, not read */
 	return rc;

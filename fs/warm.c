@@ -18,10 +18,7 @@
 #include "ctl.h"
 #include "fs_int.h"
 #include "warm.h"
-#include "../cache/bufpool.h"
-#include "../cache/ssd.h"
 #include "../catalog/ftable.h"
-#include "../origin/origin.h"
 #include "../util/atomic.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -109,93 +106,13 @@ void pfs_warm_destroy(struct pfs_warm *w)
 
 /* ---- the work ---------------------------------------------------------- */
 
-/* Block b of a file is in the SSD tier, for this listing entry and a
- * version this mount may serve (the pinned one, or any when none is). */
-static int in_ssd(struct pfs_fs *fs, uint32_t node, const char *path, uint64_t b,
-		  uint64_t fp, size_t len)
-{
-	char tag[PFS_SSD_ETAG_MAX], pin[PFS_ETAG_MAX];
-	if (!fs->ssd || !pfs_ssd_has(fs->ssd, path, b, fp, len, tag) || !tag[0])
-		return 0;
-	pfs_ftable_etag(fs->ft, node, pin);
-	return !pin[0] || !strcmp(pin, tag);
-}
-
-/* Copies a RAM-resident block into the SSD tier (it was resident before
- * the SSD tier took it, or the tier's queue was full then). */
-static int ram_to_ssd(struct pfs_fs *fs, const struct pfs_fsi_fill *c, const char *path,
-		      uint64_t b, size_t len)
-{
-	char pin[PFS_ETAG_MAX];
-	struct pfs_block *blk;
-	pfs_ftable_etag(fs->ft, c->node, pin);
-	if (!pin[0])
-		return 0;
-	struct pfs_fsi_fill f = {.fs = fs, .node = c->node, .size = c->size, .off = c->off,
-				 .fp = c->fp, .warm = 1};
-	if (pfs_bcache_get(fs->cache, (uint64_t)c->node + 1, b, len, c->size, PFS_BCACHE_WARM,
-			   pfs_fsi_fill_block, &f, &blk) < 0)
-		return 0;
-	int ok = f.in_ssd || pfs_fsi_ssd_put_warm(fs, path, b, c->fp, pin, pfs_block_data(blk),
-						   len) == 0;
-	pfs_bcache_put(fs->cache, blk);
-	return ok;
-}
-
-/* The room a block takes in the SSD tier at most (its raw length in 4 KiB
- * units, as the tier counts a queued block). */
-static uint64_t ssd_alloc(size_t len)
-{
-	return ((uint64_t)len + 4095) / 4096 * 4096;
-}
-
-/* One block of a warm job: into RAM while it has free room, into the SSD
- * tier while it has room; neither evicts. Sets *ram and *ssd to where the
- * block is afterwards. Returns 0 or the fill's error. */
-static int warm_block(struct job *j, struct pfs_fsi_fill *c, const char *path, uint64_t b,
-		      size_t len, int *ram, int *ssd)
-{
-	struct pfs_fs *fs = j->w->fs;
-	uint64_t ino = (uint64_t)c->node + 1;
-	int rc = 0;
-	*ram = pfs_bcache_contains(fs->cache, ino, b);
-	*ssd = in_ssd(fs, c->node, path, b, c->fp, len);
-	struct pfs_fsi_fill f = *c;
-	f.off = b * fs->block_size;
-	if (!*ram && pfs_bcache_has_room(fs->cache, len)) {
-		struct pfs_block *blk;
-		rc = pfs_bcache_get(fs->cache, ino, b, len, c->size, PFS_BCACHE_WARM,
-				    pfs_fsi_fill_block, &f, &blk);
-		if (rc == 0)
-			pfs_bcache_put(fs->cache, blk);
-		*ram = pfs_bcache_contains(fs->cache, ino, b);
-	} else if (!*ram && !*ssd && pfs_ssd_room(fs->ssd) >= ssd_alloc(len)) {
-		void *buf = pfs_bufpool_alloc(len);
-		if (!buf)
-			return -ENOMEM;
-		rc = pfs_fsi_fill_block(&f, buf, len);
-		pfs_bufpool_free(buf, len);
-	}
-	if (rc < 0)
-		return rc;
-	*ssd = *ssd || f.in_ssd;
-	if (*ram && !*ssd && fs->ssd)
-		*ssd = ram_to_ssd(fs, &f, path, b, len);
-	if (f.from_origin)
-		pfs_add(&j->t.fetched_bytes, len);
-	return 0;
-}
-
 static void do_file(struct job *j, uint32_t node)
 {
 	struct pfs_fs *fs = j->w->fs;
 	struct pfs_fnode info = {0};
-	char path[4096];
+	struct pfs_blocks_obj o;
 	int rc = pfs_ftable_get(fs->ft, node, &info);
-	if (rc == 0)
-		rc = pfs_ftable_path(fs->ft, node, path, sizeof(path));
-	struct pfs_fsi_fill c = {.fs = fs, .node = node, .size = info.size, .fp = info.fp,
-				 .warm = 1};
+	pfs_blocks_file(fs->blocks, node, &info, &o);
 	int whole = 1;
 	for (uint64_t b = 0; rc == 0 && b * fs->block_size < info.size; b++) {
 		if (pfs_load(&j->cancel))
@@ -203,19 +120,18 @@ static void do_file(struct job *j, uint32_t node)
 		uint64_t boff = b * fs->block_size;
 		size_t len = (size_t)(info.size - boff < fs->block_size ? info.size - boff
 									 : fs->block_size);
-		int ram, ssd;
-		if (j->mode == CHECK) {
-			ram = pfs_bcache_contains(fs->cache, (uint64_t)node + 1, b);
-			ssd = in_ssd(fs, node, path, b, info.fp, len);
-		} else if ((rc = warm_block(j, &c, path, b, len, &ram, &ssd)) < 0) {
+		struct pfs_blocks_place p;
+		if (j->mode == CHECK)
+			pfs_blocks_where(fs->blocks, &o, b, &p);
+		else if ((rc = pfs_blocks_warm(fs->blocks, &o, b, &p)) < 0)
 			break;
-		}
+		pfs_add(&j->t.fetched_bytes, p.fetched ? len : 0);
 		pfs_add(&j->t.done_bytes, len);
-		pfs_add(&j->t.ram_bytes, ram ? len : 0);
-		pfs_add(&j->t.ssd_bytes, ssd ? len : 0);
-		pfs_add(&j->t.cached_bytes, ram || ssd ? len : 0);
-		pfs_add(&j->t.nofit_bytes, ram || ssd ? 0 : len);
-		whole &= ram || ssd;
+		pfs_add(&j->t.ram_bytes, p.ram ? len : 0);
+		pfs_add(&j->t.ssd_bytes, p.ssd ? len : 0);
+		pfs_add(&j->t.cached_bytes, p.ram || p.ssd ? len : 0);
+		pfs_add(&j->t.nofit_bytes, p.ram || p.ssd ? 0 : len);
+		whole &= p.ram || p.ssd;
 	}
 	if (rc < 0) {
 		int zero = 0;
@@ -240,8 +156,8 @@ static void *worker(void *arg)
 	if (pfs_sub(&j->live, 1) == 0) {
 		/* The last one out: what was queued for the SSD tier is durable
 		 * before the job says done (a check then finds it). */
-		if (j->mode == WARM && j->w->fs->ssd)
-			pfs_ssd_flush(j->w->fs->ssd);
+		if (j->mode == WARM)
+			pfs_blocks_flush(j->w->fs->blocks);
 		pthread_mutex_lock(&j->w->lock);
 		j->state = pfs_load(&j->cancel) ? CANCELLED : DONE;
 		j->t1 = pfs_clock_s();

@@ -18,7 +18,7 @@
  * tier has room under its budget (never evicting), and into the RAM tier
  * only while its resident set has free room (PFS_BCACHE_WARM: it never
  * evicts what a running job reads). Blocks come through the read path
- * (pfs_fsi_fill_block: the SSD tier, else the origin under the file's
+ * (pfs_blocks_warm: the other tiers, else the origin, under the file's
  * pinned version), THREADS (default 32, at most 256) at a time. A check
  * job only looks: which blocks are resident in RAM, which are in the SSD
  * tier (for this listing entry and the pinned version).

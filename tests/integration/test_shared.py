@@ -632,3 +632,37 @@ def test_warm_up_through_shared(tmp_path, nginx, mount, three, prestofs_bin):
     assert requests(b) - r0 == 0 and shared_stats(b)["hits"] == blocks, shared_stats(b)
     assert read_checked(b, files) == []
     assert requests(b) - r0 == 0
+
+
+def test_views_shared_across_nodes(tmp_path, nginx, mount, three):
+    """A view's output goes to the shared tier like a block from the
+    origin (blocks/: a made object): a second node reads it from memcached,
+    makes nothing and stores nothing, and gets the same bytes."""
+    from PIL import Image
+    import numpy as np
+    src = tmp_path / "src"
+    (src / "train" / "a").mkdir(parents=True)
+    rng = np.random.default_rng(21)
+    rels = []
+    for i in range(12):
+        arr = rng.integers(0, 255, (40 + 3 * i, 56, 3), dtype=np.uint8)
+        rel = f"train/a/{i}.jpg"
+        Image.fromarray(arr).save(src / rel, quality=90)
+        rels.append(rel)
+    ng = nginx(src)
+    views = [f".prestofs/views/resize=24/{rel}" for rel in rels]
+    a = mount(ng.url, opts(three), name="a")
+    want = {v: read_all(a.path / v) for v in views}
+    wait_drained(a)
+    sa = shared_stats(a)
+    # one block per source JPEG and one output per view
+    assert sa["stores"] == len(rels) + len(views), sa
+    b = mount(ng.url, opts(three), name="b")
+    r0 = requests(b)
+    for v in views:
+        assert read_all(b.path / v) == want[v], v
+    sb = shared_stats(b)
+    # Sizing a view reads its source's header (a shared hit); the output is
+    # a hit too: nothing made, so nothing stored, nothing from the origin.
+    assert sb["hits"] == len(rels) + len(views) and sb["stores"] == 0, sb
+    assert requests(b) - r0 == 0
