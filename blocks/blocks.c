@@ -21,12 +21,12 @@
 #include "../cache/shared.h"
 #include "../cache/ssd.h"
 #include "../catalog/ftable.h"
+#include "../origin/counters.h"
 #include "../origin/origin.h"
 #include "../origin/validator.h"
 #include "../util/atomic.h"
 #include "../util/clock.h"
 #include "../util/log.h"
-#include "../util/stats.h"
 
 #define NAME_MAX_BYTES (4096 + 320)
 
@@ -327,7 +327,7 @@ static void keep_spill(struct fill *f)
 		if (!pfs_bcache_contains(bl->cache, o->ino, blk) &&
 		    pfs_bcache_get(bl->cache, o->ino, blk, blen, o->size, PFS_BCACHE_PREFETCH,
 				   copy_spill, data, &b) == 0) {
-			pfs_stat_add(origin_range_ignored_kept, 1);
+			pfs_origin_count(range_ignored_kept, 1);
 			pfs_bcache_put_read(bl->cache, b, 0); /* kept, not read */
 		}
 		if (bl->ssd)

@@ -34,6 +34,9 @@
 #include "../util/atomic.h"
 #include "../util/stats.h"
 
+/* The process-wide counters (bcache.h), atomic. */
+static struct pfs_ram_counters ram;
+
 #define MIN_SHARD_BLOCKS 128
 #define MAX_SHARDS 64
 
@@ -204,7 +207,7 @@ void pfs_bcache_destroy(struct pfs_bcache *c)
 			while (e) {
 				struct pfs_block *next = e->hnext;
 				if (e->place != NOWHERE)
-					pfs_stat_sub(ram_bytes, e->len);
+					pfs_sub(&ram.bytes, e->len);
 				block_unref(e);
 				e = next;
 			}
@@ -329,7 +332,7 @@ static void drop(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 		pfs_sub(&c->staged_bytes, e->len);
 		pfs_sub(&c->n.staged_blocks, 1);
 	}
-	pfs_stat_sub(ram_bytes, e->len);
+	pfs_sub(&ram.bytes, e->len);
 	if (e->pf)
 		pfs_add(&c->n.pf_wasted_bytes, e->len); /* prefetched, never read */
 	e->place = NOWHERE;
@@ -388,7 +391,7 @@ static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block 
 				break;
 			drop(c, s, v, victims);
 			pfs_add(&c->n.replaced, 1);
-			pfs_stat_add(ram_evictions, 1);
+			pfs_add(&ram.evictions, 1);
 		}
 	}
 	/* Staged: a prefetch under the epoch policy (until its read), or a
@@ -415,7 +418,7 @@ static enum place admit(struct pfs_bcache *c, struct shard *s, struct pfs_block 
 			return NOWHERE;
 		drop(c, s, v, victims);
 		pfs_add(v->demand ? &c->n.stage_reclaimed : &c->n.stage_stale, 1);
-		pfs_stat_add(ram_evictions, 1);
+		pfs_add(&ram.evictions, 1);
 	}
 }
 
@@ -443,7 +446,7 @@ static int get_found(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 		pfs_add(&c->n.pf_used_bytes, e->len);
 	}
 	if (e->state == FILLING) {
-		pfs_stat_add(coalesced, 1);
+		pfs_add(&ram.coalesced, 1);
 		while (e->state == FILLING)
 			pthread_cond_wait(&s->filled, &s->lock);
 	}
@@ -454,7 +457,7 @@ static int get_found(struct pfs_bcache *c, struct shard *s, struct pfs_block *e,
 		}
 		pthread_mutex_unlock(&s->lock);
 		if (demand)
-			pfs_stat_add(ram_hits, 1);
+			pfs_add(&ram.hits, 1);
 		*out = e;
 		return 0;
 	}
@@ -498,7 +501,7 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 	if (flags & PFS_BCACHE_PREFETCH)
 		pfs_add(&c->n.prefetch_fills, 1);
 	else if (!(flags & PFS_BCACHE_WARM))
-		pfs_stat_add(ram_misses, 1);
+		pfs_add(&ram.misses, 1);
 
 	int rc = (e->data = pfs_bufpool_alloc(len)) ? fill(ctx, e->data, len) : -ENOMEM;
 
@@ -519,7 +522,7 @@ int pfs_bcache_get(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t len,
 			unlink_table(s, e);
 			pfs_add(&c->n.refused, 1);
 		} else {
-			pfs_stat_add(ram_bytes, len);
+			pfs_add(&ram.bytes, len);
 		}
 	} else {
 		e->state = FAILED;
@@ -630,12 +633,32 @@ static const struct pfs_stat_row metrics[] = {
 	ROW("prefetch.bytes_wasted", prefetch_wasted_bytes, 0),
 };
 #undef ROW
+#define ROW(name, member, gauge) PFS_STAT_ROW(struct pfs_ram_counters, name, member, gauge)
+static const struct pfs_stat_row process_metrics[] = {
+	ROW("ram.hits", hits, 0),
+	ROW("ram.misses", misses, 0),
+	ROW("ram.bytes", bytes, 1),
+	ROW("ram.evictions", evictions, 0),
+	ROW("coalesced", coalesced, 0),
+};
+#undef ROW
+
+void pfs_bcache_counters(struct pfs_ram_counters *out)
+{
+	*out = (struct pfs_ram_counters){
+		.hits = pfs_load(&ram.hits), .misses = pfs_load(&ram.misses),
+		.bytes = pfs_load(&ram.bytes), .evictions = pfs_load(&ram.evictions),
+		.coalesced = pfs_load(&ram.coalesced),
+	};
+}
 
 void pfs_bcache_collect(void *c, struct pfs_stat_list *l)
 {
 	struct pfs_bcache_stats st;
 	pfs_bcache_stats(c, &st);
 	pfs_stat_list_add_rows(l, metrics, sizeof(metrics) / sizeof(metrics[0]), &st);
+	pfs_stat_list_add_live(l, process_metrics,
+			       sizeof(process_metrics) / sizeof(process_metrics[0]), &ram);
 }
 
 int pfs_bcache_has_room(struct pfs_bcache *c, size_t len)

@@ -140,8 +140,21 @@ struct pfs_bcache_stats {
 /* A snapshot (fields read one by one). Any thread. */
 void pfs_bcache_stats(struct pfs_bcache *c, struct pfs_bcache_stats *out);
 
+/* Counters of every cache of the process together (they outlive each
+ * cache, so a test reads deltas): reader gets that found their block (or
+ * waited for another's fill) and that filled it, bytes of blocks held (a
+ * gauge), blocks evicted, and gets that waited for another's fill. */
+struct pfs_ram_counters {
+	uint64_t hits, misses;
+	uint64_t bytes;
+	uint64_t evictions;
+	uint64_t coalesced;
+};
+void pfs_bcache_counters(struct pfs_ram_counters *out);
+
 /* Appends this cache's metrics (ram.budget, ram.resident_bytes, ...,
- * prefetch.bytes_used, prefetch.bytes_wasted; prestofs(1) lists them) to
+ * prefetch.bytes_used, prefetch.bytes_wasted) and the process-wide ones
+ * (ram.hits, ram.misses, ram.bytes, ram.evictions, coalesced) to
  * l; c is a struct pfs_bcache. A pfs_stats_fn (util/stats.h). Any thread. */
 struct pfs_stat_list;
 void pfs_bcache_collect(void *c, struct pfs_stat_list *l);

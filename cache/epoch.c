@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "bcache.h"
 #include "epoch.h"
 #include "../util/atomic.h"
 #include "../util/stats.h"
@@ -39,6 +40,10 @@ struct pfs_epoch {
 	uint64_t state;  /* atomic: epoch << 32 | files read in it */
 	uint64_t pend;   /* atomic: epoch << 32 | candidate repeats in it */
 	uint32_t *gen;   /* atomic elements; nfiles of them */
+	/* The demand counters: bases taken when an epoch began (all atomic). */
+	uint64_t began;  /* the last epoch pfs_epoch_began said began */
+	uint64_t base_hits, base_misses, base_stall_ns;
+	uint64_t stall_ns;
 };
 
 int pfs_epoch_create(uint32_t nfiles, struct pfs_epoch **out)
@@ -178,10 +183,39 @@ int pfs_epoch_is_read(const struct pfs_epoch *t, uint32_t file)
 	return read_in(g, epoch) || g == (epoch | PEND);
 }
 
+int pfs_epoch_began(struct pfs_epoch *t, uint64_t e)
+{
+	uint64_t seen = pfs_load(&t->began);
+	if (e == seen || !__atomic_compare_exchange_n(&t->began, &seen, e, 0, __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED))
+		return 0;
+	struct pfs_ram_counters ram;
+	pfs_bcache_counters(&ram);
+	pfs_store(&t->base_hits, ram.hits);
+	pfs_store(&t->base_misses, ram.misses);
+	pfs_store(&t->base_stall_ns, pfs_load(&t->stall_ns));
+	return 1;
+}
+
+void pfs_epoch_add_stall(struct pfs_epoch *t, uint64_t ns)
+{
+	pfs_add(&t->stall_ns, ns);
+}
+
 void pfs_epoch_collect(void *ctx, struct pfs_stat_list *l)
 {
-	const struct pfs_epoch *t = ctx;
+	struct pfs_epoch *t = ctx;
+	struct pfs_ram_counters ram;
+	pfs_bcache_counters(&ram);
+	uint64_t stall = pfs_load(&t->stall_ns);
 	pfs_stat_list_add(l, "epoch.number", (double)pfs_epoch_current(t), 1);
 	pfs_stat_list_add(l, "epoch.files_read", (double)pfs_epoch_files_read(t), 1);
 	pfs_stat_list_add(l, "epoch.files_seen", (double)pfs_epoch_files_seen(t), 1);
+	pfs_stat_list_add(l, "epoch.demand_hits", (double)(ram.hits - pfs_load(&t->base_hits)),
+			  1);
+	pfs_stat_list_add(l, "epoch.demand_misses",
+			  (double)(ram.misses - pfs_load(&t->base_misses)), 1);
+	pfs_stat_list_add(l, "epoch.stall_seconds",
+			  (double)(stall - pfs_load(&t->base_stall_ns)) / 1e9, 1);
+	pfs_stat_list_add(l, "stall_seconds", (double)stall / 1e9, 0);
 }

@@ -102,9 +102,20 @@ uint64_t pfs_epoch_files_seen(const struct pfs_epoch *t);
 /* 1 if `file` was read in the current epoch. Any thread; a snapshot. */
 int pfs_epoch_is_read(const struct pfs_epoch *t, uint32_t file);
 
+/* 1 for the one caller that first sees epoch e begin (e: what
+ * pfs_epoch_note_read returned), 0 for every other: the epoch's demand
+ * counters (below) start from here. Any thread. */
+int pfs_epoch_began(struct pfs_epoch *t, uint64_t e);
+/* A demand read waited ns for its data (a stall; fs/ says when). Any
+ * thread. */
+void pfs_epoch_add_stall(struct pfs_epoch *t, uint64_t ns);
+
 /* Appends epoch.number, epoch.files_read and epoch.files_seen (the three
- * above) to l; t is a struct pfs_epoch. A pfs_stats_fn (util/stats.h).
- * Any thread. */
+ * above), the current epoch's demand counters (epoch.demand_hits and
+ * epoch.demand_misses: the RAM tier's reader gets since it began,
+ * bcache.h's process-wide counters; epoch.stall_seconds) and
+ * stall_seconds (all the stalls) to l; t is a struct pfs_epoch. A
+ * pfs_stats_fn (util/stats.h). Any thread. */
 struct pfs_stat_list;
 void pfs_epoch_collect(void *t, struct pfs_stat_list *l);
 

@@ -48,11 +48,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../catalog/listing.h"
 #include "../util/stats.h"
 
 #define PFS_SHARED_TIMEOUT 1.0 /* s: the default ceiling of a deadline */
 #define PFS_SHARED_KEY_MAX 64
-#define PFS_SHARED_VALIDATOR_MAX 128 /* PFS_ETAG_MAX */
+#define PFS_SHARED_VALIDATOR_MAX PFS_ETAG_MAX /* the one size (catalog/listing.h) */
 #define PFS_SHARED_QUEUE_MAX (64u << 20) /* bytes of blocks waiting to be stored */
 
 struct pfs_shared_opts {

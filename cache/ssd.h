@@ -38,9 +38,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Room for a block's content validator, NUL included. Equal to
- * PFS_ETAG_MAX (origin/origin.h; cache/ does not include origin headers). */
-#define PFS_SSD_ETAG_MAX 128
+#include "../catalog/listing.h"
+
+/* Room for a block's content validator, NUL included: the one size of a
+ * validator everywhere (catalog/listing.h). */
+#define PFS_SSD_ETAG_MAX PFS_ETAG_MAX
 
 /* Longest object path a key can hold (LMDB's 511-byte key limit, less the
  * NUL and the 8-byte block index). */

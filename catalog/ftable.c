@@ -31,7 +31,6 @@
 #include "listing.h"
 #include "../util/log.h"
 #include "../util/atomic.h"
-#include "../util/stats.h"
 
 #define F_DIR 1u
 #define F_EXPLICIT 2u
@@ -359,7 +358,7 @@ int pfs_ftable_finish(struct pfs_ftable *ft)
 		pfs_warn("listing: %" PRIu32 " file%s left out for a directory of the "
 			 "same name (see listing.skipped)", ft->clashes,
 			 ft->clashes == 1 ? "" : "s");
-		pfs_stat_add(listing_skipped, ft->clashes);
+		pfs_listing_note_skipped(ft->clashes);
 	}
 	return 0;
 }

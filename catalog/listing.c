@@ -2,6 +2,26 @@
 #include <string.h>
 
 #include "listing.h"
+#include "../util/atomic.h"
+#include "../util/stats.h"
+
+static uint64_t skipped; /* atomic */
+
+void pfs_listing_note_skipped(uint64_t n)
+{
+	pfs_add(&skipped, n);
+}
+
+uint64_t pfs_listing_skipped(void)
+{
+	return pfs_load(&skipped);
+}
+
+void pfs_listing_collect(void *ctx, struct pfs_stat_list *l)
+{
+	(void)ctx;
+	pfs_stat_list_add(l, "listing.skipped", (double)pfs_listing_skipped(), 0);
+}
 
 int pfs_path_valid(const char *path)
 {

@@ -1,7 +1,8 @@
 /* listing.h - what a listing is made of: entry paths, sizes and
- * validators, as origins deliver them and the file table takes them.
- * It sits low (catalog/ uses only util/), so origin/, prefetch/ and fs/
- * share one definition. Pure, any thread.
+ * validators, as origins deliver them and the file table takes them, and
+ * the count of entries left out (listing.skipped). It sits low (catalog/
+ * uses only util/), so origin/, prefetch/ and fs/ share one definition.
+ * Pure but for that counter; any thread.
  */
 #ifndef PFS_LISTING_H
 #define PFS_LISTING_H
@@ -41,5 +42,14 @@ int pfs_etag_listable(const char *etag);
  * listing and is returned by the lister (-EEXIST for a duplicate path). */
 typedef int (*pfs_list_fn)(void *ctx, const char *path, int is_dir,
 			   uint64_t size, int64_t mtime, const char *etag);
+
+/* Listed files left out of the mount (no usable size, or a directory of
+ * the same name): counted by whoever leaves them out (an origin's parser,
+ * the file table), process-wide, lock-free. */
+void pfs_listing_note_skipped(uint64_t n);
+uint64_t pfs_listing_skipped(void);
+/* Appends listing.skipped to l; ctx unused. A pfs_stats_fn. */
+struct pfs_stat_list;
+void pfs_listing_collect(void *ctx, struct pfs_stat_list *l);
 
 #endif

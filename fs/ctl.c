@@ -39,7 +39,6 @@ static void collect(struct pfs_stat_list *l)
 {
 	l->n = 0;
 	l->labels_used = 0;
-	pfs_stats_collect(l);
 	for (int i = 0; i < nsources; i++)
 		sources[i].fn(sources[i].ctx, l);
 }

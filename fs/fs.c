@@ -22,6 +22,7 @@
 #include "order.h"
 #include "warm.h"
 #include "../prefetch/prefetch.h"
+#include "../util/atomic.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/stats.h"
@@ -71,6 +72,35 @@ int pfs_fs_set_prefetch(struct pfs_fs *fs, struct pfs_prefetch *p)
 {
 	fs->prefetch = p;
 	return pfs_order_create(fs->ft, p, fs->views, &fs->order);
+}
+
+/* ---- requests counted (fuse.*, served.*; process-wide, atomic) -------- */
+
+enum op {
+	OP_LOOKUP, OP_GETATTR, OP_OPEN, OP_READ, OP_RELEASE, OP_OPENDIR, OP_READDIR,
+	OP_READDIRPLUS, OP_RELEASEDIR, OP_STATFS, OP_FORGET, OP_WRITE_DENIED, OP__COUNT
+};
+static const char *const op_names[OP__COUNT] = {
+	"fuse.lookup", "fuse.getattr", "fuse.open", "fuse.read", "fuse.release",
+	"fuse.opendir", "fuse.readdir", "fuse.readdirplus", "fuse.releasedir",
+	"fuse.statfs", "fuse.forget", "fuse.write_denied",
+};
+static uint64_t requests[OP__COUNT];
+static struct {
+	uint64_t reads, bytes; /* reads of dataset files and views, their bytes */
+} served;
+
+static void count_op(enum op op)
+{
+	pfs_add(&requests[op], 1);
+}
+
+void pfs_fsi_collect_requests(struct pfs_stat_list *l)
+{
+	for (int i = 0; i < OP__COUNT; i++)
+		pfs_stat_list_add(l, op_names[i], (double)pfs_load(&requests[i]), 0);
+	pfs_stat_list_add(l, "served.reads", (double)pfs_load(&served.reads), 0);
+	pfs_stat_list_add(l, "served.bytes", (double)pfs_load(&served.bytes), 0);
 }
 
 /* ---- classify once, reply once ----------------------------------------- */
@@ -138,7 +168,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct pfs_fs *fs = fs_of(req);
 	struct fuse_entry_param e;
-	pfs_stat_op(PFS_OP_LOOKUP);
+	count_op(OP_LOOKUP);
 	/* The control tree hides a dataset entry of its name in the root. */
 	const struct pfs_fsi_kind *k = parent == FUSE_ROOT_ID && !strcmp(name, PFS_CTL_NAME) ?
 				       &pfs_fsi_ctl : kind_of(fs, parent);
@@ -155,7 +185,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	const struct pfs_fsi_kind *k = kind_of(fs, ino);
 	struct fuse_entry_param e;
 	(void)fi;
-	pfs_stat_op(PFS_OP_GETATTR);
+	count_op(OP_GETATTR);
 	int rc = k ? k->getattr(fs, ino, &e) : -ENOENT;
 	if (rc < 0)
 		reply_err(req, rc);
@@ -167,7 +197,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pfs_fs *fs = fs_of(req);
 	const struct pfs_fsi_kind *k = kind_of(fs, ino);
-	pfs_stat_op(PFS_OP_OPEN);
+	count_op(OP_OPEN);
 	int rc = -ENOENT;
 	if (k && !k->write && (fi->flags & O_ACCMODE) != O_RDONLY)
 		rc = -EROFS; /* a kind without writes is read-only */
@@ -182,7 +212,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pfs_fs *fs = fs_of(req);
-	pfs_stat_op(PFS_OP_OPENDIR);
+	count_op(OP_OPENDIR);
 	(void)ino;
 	if (fs->no_opendir) {
 		reply_err(req, -ENOSYS);
@@ -200,7 +230,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const struct pfs_fsi_kind *k = kind_of(fs, ino);
 	struct pfs_fsi_read r;
 	(void)fi;
-	pfs_stat_op(PFS_OP_READ);
+	count_op(OP_READ);
 	memset(&r, 0, sizeof(r));
 	uint64_t t0 = pfs_log_threshold >= PFS_LOG_DEBUG ? pfs_clock_ns() : 0;
 	int rc = k ? k->read(fs, ino, size, off, &r) : -ENOENT;
@@ -215,8 +245,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			size_t n = 0;
 			for (int i = 0; i < r.niov; i++)
 				n += r.iov[i].iov_len;
-			pfs_stat_add(served_reads, 1);
-			pfs_stat_add(served_bytes, n);
+			pfs_add(&served.reads, 1);
+			pfs_add(&served.bytes, n);
 		}
 		fuse_reply_iov(req, r.niov ? r.iov : r.stackv, r.niov);
 	}
@@ -276,7 +306,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	(void)fi;
-	pfs_stat_op(PFS_OP_READDIR);
+	count_op(OP_READDIR);
 	do_readdir(req, ino, size, off, 0);
 }
 
@@ -284,21 +314,21 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			   struct fuse_file_info *fi)
 {
 	(void)fi;
-	pfs_stat_op(PFS_OP_READDIRPLUS);
+	count_op(OP_READDIRPLUS);
 	do_readdir(req, ino, size, off, 1);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino; (void)fi;
-	pfs_stat_op(PFS_OP_RELEASE);
+	count_op(OP_RELEASE);
 	fuse_reply_err(req, 0);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino; (void)fi;
-	pfs_stat_op(PFS_OP_RELEASEDIR);
+	count_op(OP_RELEASEDIR);
 	fuse_reply_err(req, 0);
 }
 
@@ -306,7 +336,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct pfs_fs *fs = fs_of(req);
 	(void)ino;
-	pfs_stat_op(PFS_OP_STATFS);
+	count_op(OP_STATFS);
 	struct statvfs sv;
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = sv.f_frsize = 4096;
@@ -320,14 +350,14 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	(void)ino; (void)nlookup;
-	pfs_stat_op(PFS_OP_FORGET);
+	count_op(OP_FORGET);
 	fuse_reply_none(req); /* inodes are static: nothing to free */
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 {
 	(void)count; (void)f;
-	pfs_stat_op(PFS_OP_FORGET);
+	count_op(OP_FORGET);
 	fuse_reply_none(req);
 }
 
@@ -337,7 +367,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
  * kernel normally refuses these before they reach us. */
 static void deny(fuse_req_t req)
 {
-	pfs_stat_op(PFS_OP_WRITE_DENIED);
+	count_op(OP_WRITE_DENIED);
 	reply_err(req, -EROFS);
 }
 
@@ -349,7 +379,7 @@ static void op_setattr(fuse_req_t r, fuse_ino_t i, struct stat *a, int s, struct
 	(void)f;
 	int rc = k && k->setattr ? k->setattr(fs, i, a, s, fuse_req_ctx(r)->pid, &st) : -EROFS;
 	if (rc == -EROFS)
-		pfs_stat_op(PFS_OP_WRITE_DENIED);
+		count_op(OP_WRITE_DENIED);
 	if (rc < 0)
 		reply_err(r, rc);
 	else
@@ -364,7 +394,7 @@ static void op_write(fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t 
 	(void)f;
 	int rc = k && k->write ? k->write(fs, i, b, s, o, fuse_req_ctx(r)->pid) : -EROFS;
 	if (rc == -EROFS)
-		pfs_stat_op(PFS_OP_WRITE_DENIED);
+		count_op(OP_WRITE_DENIED);
 	if (rc < 0)
 		reply_err(r, rc);
 	else

@@ -84,8 +84,9 @@ int pfs_fs_prefetch_block(void *ctx, uint64_t obj, uint64_t blk, size_t len);
 int pfs_fs_prefetch_room(void *ctx, uint64_t len, uint64_t inflight);
 int pfs_fs_prefetch_cached(void *ctx, uint64_t obj, uint64_t blk);
 
-/* Stats source (ctx: the pfs_fs): epoch.demand_hits, epoch.demand_misses,
- * epoch.stall_seconds, stall_seconds, failed_files (files whose reads fail
+/* Stats source (ctx: the pfs_fs): the requests (fuse.lookup, ...,
+ * fuse.write_denied; served.reads and served.bytes, the reads of dataset
+ * files and views and their bytes), failed_files (files whose reads fail
  * at once for a while, cache/failmem.h), log_lines_dropped (by the rate
  * limiter, util/log.h). */
 struct pfs_stat_list;

@@ -52,9 +52,6 @@ struct pfs_fs {
 	struct pfs_order *order;
 	struct pfs_views *views;       /* NULL: no views */
 	struct pfs_warm *warm;         /* warm-up jobs (warm.h) */
-	/* The current epoch's counters: bases taken when it began (atomic). */
-	uint64_t epoch_seen, base_hits, base_misses, base_stall_ns;
-	uint64_t stall_ns; /* atomic: time demand reads waited for data */
 };
 
 /* Attributes never change while mounted: the kernel may keep them. */
@@ -83,6 +80,10 @@ struct pfs_fsi_read {
 	uint64_t file_size, off, len;
 	struct pfs_prefetch_demand demand; /* set by pfs_fsi_read_range */
 };
+
+/* fs.c: appends the requests counted (fuse.lookup, ..., served.reads,
+ * served.bytes) to l. */
+void pfs_fsi_collect_requests(struct pfs_stat_list *l);
 
 /* A read at offset 0 of file `node`: epoch tracking and the epoch's
  * counters (see cache/epoch.h). */

@@ -18,32 +18,24 @@
 #include "../util/stats.h"
 
 /* A read at offset 0 starts a sample: epoch tracking. When it opens a new
- * epoch, that epoch's counters start from here. */
+ * epoch, that epoch's counters start from here (epoch.h), and the RAM tier
+ * is told. */
 void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node)
 {
 	uint64_t e = pfs_epoch_note_read(fs->epoch, node);
-	uint64_t seen = pfs_load(&fs->epoch_seen);
-	if (e != seen && __atomic_compare_exchange_n(&fs->epoch_seen, &seen, e, 0,
-						     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		pfs_store(&fs->base_hits, pfs_stat_get(ram_hits));
-		pfs_store(&fs->base_misses, pfs_stat_get(ram_misses));
-		pfs_store(&fs->base_stall_ns, pfs_load(&fs->stall_ns));
+	if (pfs_epoch_began(fs->epoch, e)) {
 		pfs_bcache_set_epoch(fs->cache, e);
 		pfs_debug("epoch %llu begins", (unsigned long long)e);
 	}
 }
 
+/* Of this module's own: the requests (fs.c), files failing at once
+ * (blocks/), and the log lines the limiter dropped (util/log.h, which
+ * cannot name its own without a call circle with util/stats.c). */
 void pfs_fs_collect(void *ctx, struct pfs_stat_list *l)
 {
 	struct pfs_fs *fs = ctx;
-	pfs_stat_list_add(l, "epoch.demand_hits",
-			  (double)(pfs_stat_get(ram_hits) - pfs_load(&fs->base_hits)), 1);
-	pfs_stat_list_add(l, "epoch.demand_misses",
-			  (double)(pfs_stat_get(ram_misses) - pfs_load(&fs->base_misses)), 1);
-	pfs_stat_list_add(l, "epoch.stall_seconds",
-			  (double)(pfs_load(&fs->stall_ns) - pfs_load(&fs->base_stall_ns)) / 1e9,
-			  1);
-	pfs_stat_list_add(l, "stall_seconds", (double)pfs_load(&fs->stall_ns) / 1e9, 0);
+	pfs_fsi_collect_requests(l);
 	pfs_stat_list_add(l, "failed_files", (double)pfs_blocks_failed_count(fs->blocks), 0);
 	pfs_stat_list_add(l, "log_lines_dropped", (double)pfs_log_limit_dropped(), 0);
 }
@@ -90,7 +82,7 @@ int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_blocks_obj *src, uint
 	}
 	uint64_t waited = pfs_clock_ns() - t0;
 	if (waited > PFS_FSI_STALL_NS) {
-		pfs_add(&fs->stall_ns, waited);
+		pfs_epoch_add_stall(fs->epoch, waited);
 		r->demand.stall_ns = waited;
 	}
 	return rc;

@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "counters.h"
 #include "manifest.h"
 #include "../util/log.h"
-#include "../util/stats.h"
 
 #define MAX_DEPTH 128
 #define MANIFEST_CAP (1ull << 30)
@@ -182,8 +182,8 @@ static int file_read(struct pfs_origin *o, const char *path, uint64_t size,
 	(void)req; /* a local file is read by range, without retries */
 	struct file_origin *fo = (struct file_origin *)o;
 	int rc = 0;
-	pfs_stat_add(origin_requests, 1);
-	pfs_stats_inflight_begin();
+	pfs_origin_count(requests, 1);
+	pfs_origin_inflight_begin();
 	int fd = openat(fo->dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = errno == ENOENT ? -ENOENT : errno == EACCES ? -EACCES : -EIO;
@@ -212,13 +212,13 @@ static int file_read(struct pfs_origin *o, const char *path, uint64_t size,
 	if (strcmp(now, after)) { rc = -ESTALE; goto out_fd; }
 	if (!etag[0])
 		memcpy(etag, now, strlen(now) + 1);
-	pfs_stat_add(origin_bytes, len);
+	pfs_origin_count(bytes, len);
 out_fd:
 	close(fd);
 out:
-	pfs_stats_inflight_end();
+	pfs_origin_inflight_end();
 	if (rc < 0)
-		pfs_stat_add(origin_errors, 1);
+		pfs_origin_count(errors, 1);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "origin.h"
 #include "respcheck.h"
 #include "retry.h"
@@ -26,7 +27,6 @@
 #include "xfer.h"
 #include "../util/log.h"
 #include "../util/clock.h"
-#include "../util/stats.h"
 #include "../util/url.h"
 
 struct pfs_xfer {
@@ -429,8 +429,8 @@ static void log_url(const char *url, char *out, size_t cap)
  * asked for nor kept), said once per origin. */
 static void note_whole_answers(struct pfs_xfer *x, const char *url, uint64_t skipped)
 {
-	pfs_stat_add(origin_range_ignored, 1);
-	pfs_stat_add(origin_range_ignored_bytes, skipped);
+	pfs_origin_count(range_ignored, 1);
+	pfs_origin_count(range_ignored_bytes, skipped);
 	if (__atomic_exchange_n(&x->range_ignored_said, 1, __ATOMIC_RELAXED))
 		return;
 	char u[256];
@@ -532,7 +532,7 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 			/* The reader waited its bound already (other blocks, other
 			 * reads it waited for): it fails now rather than later. */
 			rc = -EIO;
-			pfs_stat_add(origin_deadline_cut, 1);
+			pfs_origin_count(deadline_cut, 1);
 			if (!attempts)
 				last_err[0] = '\0';
 			size_t n = strlen(last_err);
@@ -556,12 +556,12 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		attempts++;
 		if (hdrs)
 			curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-		pfs_stat_add(origin_requests, 1);
+		pfs_origin_count(requests, 1);
 		if (attempt)
-			pfs_stat_add(origin_retries, 1);
-		pfs_stats_inflight_begin();
+			pfs_origin_count(retries, 1);
+		pfs_origin_inflight_begin();
 		CURLcode cc = curl_easy_perform(h);
-		pfs_stats_inflight_end();
+		pfs_origin_inflight_end();
 		status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		handle_put(x, h);
@@ -595,10 +595,10 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		if (rc == 0) {
 			if (!etag[0])
 				memcpy(etag, got, strlen(got) + 1);
-			pfs_stat_add(origin_bytes, len);
+			pfs_origin_count(bytes, len);
 			goto out;
 		}
-		pfs_stat_add(origin_errors, 1);
+		pfs_origin_count(errors, 1);
 		if (rc != -EAGAIN)
 			break;
 		rc = -EIO;
@@ -640,12 +640,12 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 			curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 			curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
 		}
-		pfs_stat_add(origin_requests, 1);
+		pfs_origin_count(requests, 1);
 		if (attempt)
-			pfs_stat_add(origin_retries, 1);
-		pfs_stats_inflight_begin();
+			pfs_origin_count(retries, 1);
+		pfs_origin_inflight_begin();
 		CURLcode cc = curl_easy_perform(h);
-		pfs_stats_inflight_end();
+		pfs_origin_inflight_end();
 		long status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		int ok = cc == CURLE_OK && status >= 200 && status < 300;
@@ -657,13 +657,13 @@ static int simple(struct pfs_xfer *x, const char *url, struct req *r, long *stat
 			curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
 		int no_length = ok && r->kind == REQ_HEAD && cl < 0;
 		if (ok && !no_length) {
-			pfs_stat_add(origin_bytes, r->got);
+			pfs_origin_count(bytes, r->got);
 			*status_out = status;
 			*keep = h;
 			return 0;
 		}
 		handle_put(x, h);
-		pfs_stat_add(origin_errors, 1);
+		pfs_origin_count(errors, 1);
 		if (r->overflow)
 			return -EFBIG;
 		if (cc == CURLE_OK && !ok && !pfs_retry_status(status))

@@ -20,6 +20,7 @@
 
 #include "../fs/fs.h"
 #include "../catalog/ftable.h"
+#include "../catalog/listing.h"
 #include "options.h"
 #include "profile.h"
 #include "stat.h"
@@ -30,6 +31,7 @@
 #include "../cache/ssd.h"
 #include "../cache/shared.h"
 #include "../fs/ctl.h"
+#include "../origin/counters.h"
 #include "../origin/manifest.h"
 #include "../origin/origin.h"
 #include "../cache/epoch.h"
@@ -368,6 +370,8 @@ int main(int argc, char **argv)
 		pfs_err("listing %s failed: %s", pfs_origin_name(origin), strerror(-rc));
 		goto out_ssd;
 	}
+	pfs_ctl_add_stats_source(pfs_origin_collect, NULL);
+	pfs_ctl_add_stats_source(pfs_listing_collect, NULL);
 	pfs_ctl_add_stats_source(pfs_ssd_collect, ssd); /* NULL: zeros */
 	pfs_info("%s: %u entries, %llu bytes, listed in %.2f s (%zu bytes of metadata)",
 		 pfs_origin_name(origin), pfs_ftable_count(ft),

@@ -6,28 +6,8 @@
 #include <string.h>
 
 #include "stats.h"
+#include "atomic.h"
 #include "log.h"
-
-struct pfs_stats pfs_stats;
-
-
-void pfs_stats_inflight_begin(void)
-{
-	uint64_t now = pfs_stat_add(origin_inflight, 1);
-	pfs_store_max(&pfs_stats.origin_inflight_max, now);
-}
-
-void pfs_stats_inflight_end(void)
-{
-	pfs_stat_sub(origin_inflight, 1);
-}
-
-static const char *const op_keys[PFS_OP__COUNT] = {
-	"fuse.lookup", "fuse.getattr", "fuse.open", "fuse.read", "fuse.release",
-	"fuse.opendir", "fuse.readdir", "fuse.readdirplus", "fuse.releasedir",
-	"fuse.statfs", "fuse.getxattr", "fuse.listxattr", "fuse.forget",
-	"fuse.write_denied",
-};
 
 int pfs_stat_list_add(struct pfs_stat_list *l, const char *name, double value,
 		      int is_gauge)
@@ -79,32 +59,13 @@ void pfs_stat_list_add_rows(struct pfs_stat_list *l, const struct pfs_stat_row *
 	}
 }
 
-void pfs_stats_collect(struct pfs_stat_list *l)
+void pfs_stat_list_add_live(struct pfs_stat_list *l, const struct pfs_stat_row *rows,
+			    size_t nrows, const void *live)
 {
-#define C(name, f) pfs_stat_list_add(l, name, (double)pfs_stat_get(f), 0)
-#define G(name, f) pfs_stat_list_add(l, name, (double)pfs_stat_get(f), 1)
-	C("origin.requests", origin_requests);
-	C("origin.bytes", origin_bytes);
-	C("origin.errors", origin_errors);
-	C("origin.retries", origin_retries);
-	G("origin.inflight", origin_inflight);
-	G("origin.inflight_max", origin_inflight_max);
-	C("origin.range_ignored", origin_range_ignored);
-	C("origin.range_ignored_bytes", origin_range_ignored_bytes);
-	C("origin.range_ignored_kept", origin_range_ignored_kept);
-	C("origin.deadline_cut", origin_deadline_cut);
-	C("ram.hits", ram_hits);
-	C("ram.misses", ram_misses);
-	G("ram.bytes", ram_bytes);
-	C("ram.evictions", ram_evictions);
-	C("coalesced", coalesced);
-	C("listing.skipped", listing_skipped);
-	C("served.reads", served_reads);
-	C("served.bytes", served_bytes);
-	for (int i = 0; i < PFS_OP__COUNT; i++)
-		C(op_keys[i], ops[i]);
-#undef C
-#undef G
+	for (size_t i = 0; i < nrows; i++) {
+		const uint64_t *v = (const uint64_t *)((const char *)live + rows[i].offset);
+		pfs_stat_list_add(l, rows[i].name, (double)pfs_load(v), rows[i].is_gauge);
+	}
 }
 
 /* Appends to buf while keeping track of the would-be length. */

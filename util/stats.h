@@ -1,56 +1,13 @@
-/* stats.h - process-wide counters, updated lock-free from any thread.
- *
- * One global instance (pfs_stats). Counters only ever grow, except the
- * gauges marked as such. Rendered by the control files (fs/ctl.c).
+/* stats.h - named values and their rendering: each module counts in its
+ * own counters and names them in its own stats function (a pfs_stats_fn);
+ * the control files (fs/ctl.c) gather the registered functions' values
+ * into one list and render it. This module knows no module's counters.
  */
 #ifndef PFS_STATS_H
 #define PFS_STATS_H
 
 #include <stddef.h> /* offsetof */
 #include <stdint.h>
-
-#include "atomic.h"
-
-enum pfs_op {
-	PFS_OP_LOOKUP, PFS_OP_GETATTR, PFS_OP_OPEN, PFS_OP_READ, PFS_OP_RELEASE,
-	PFS_OP_OPENDIR, PFS_OP_READDIR, PFS_OP_READDIRPLUS, PFS_OP_RELEASEDIR,
-	PFS_OP_STATFS, PFS_OP_GETXATTR, PFS_OP_LISTXATTR, PFS_OP_FORGET,
-	PFS_OP_WRITE_DENIED, PFS_OP__COUNT
-};
-
-struct pfs_stats {
-	uint64_t origin_requests;  /* HTTP requests or file preads sent */
-	uint64_t origin_bytes;     /* payload bytes received */
-	uint64_t origin_errors;    /* failed attempts (each retry counts) */
-	uint64_t origin_retries;   /* attempts after the first */
-	uint64_t origin_inflight;  /* gauge: requests now in flight */
-	uint64_t origin_inflight_max; /* gauge: highest in-flight seen */
-	uint64_t origin_range_ignored; /* ranged GETs answered 200 with the whole object */
-	uint64_t origin_range_ignored_bytes; /* their bytes outside the asked range, not kept */
-	uint64_t origin_range_ignored_kept; /* blocks of them kept in the RAM tier */
-	uint64_t origin_deadline_cut; /* reads ended by their reader's deadline */
-	uint64_t ram_hits;
-	uint64_t ram_misses;
-	uint64_t ram_bytes;        /* gauge: bytes held */
-	uint64_t ram_evictions;
-	uint64_t coalesced;        /* reads that waited on another's fetch */
-	uint64_t listing_skipped;  /* listed files left out of the mount (no usable
-				    * size, or a directory of the same name) */
-	uint64_t served_reads;     /* FUSE reads of dataset files and views */
-	uint64_t served_bytes;     /* the bytes replied to them */
-	uint64_t ops[PFS_OP__COUNT];
-};
-
-extern struct pfs_stats pfs_stats;
-
-#define pfs_stat_add(field, n) pfs_add(&pfs_stats.field, (n))
-#define pfs_stat_sub(field, n) pfs_sub(&pfs_stats.field, (n))
-#define pfs_stat_get(field) pfs_load(&pfs_stats.field)
-#define pfs_stat_op(op) pfs_stat_add(ops[(op)], 1)
-
-/* Marks one origin request as started/finished (keeps the in-flight gauges). */
-void pfs_stats_inflight_begin(void);
-void pfs_stats_inflight_end(void);
 
 /* A flat list of named values ("origin.requests"), gathered from several
  * modules and rendered as JSON (nested by the dots) or Prometheus text.
@@ -117,12 +74,10 @@ struct pfs_stat_row {
 /* Appends each row's member of *snapshot, in table order. */
 void pfs_stat_list_add_rows(struct pfs_stat_list *l, const struct pfs_stat_row *rows,
 			    size_t nrows, const void *snapshot);
-
-/* Appends this module's values: the process-wide counters of struct
- * pfs_stats (origin.*, ram.hits, ram.misses, ram.bytes,
- * ram.evictions, coalesced, listing.skipped, served.reads, served.bytes,
- * fuse.*). */
-void pfs_stats_collect(struct pfs_stat_list *l);
+/* The same, of live atomic counters (each read with pfs_load): a module's
+ * process-wide counters, read while others count. */
+void pfs_stat_list_add_live(struct pfs_stat_list *l, const struct pfs_stat_row *rows,
+			    size_t nrows, const void *live);
 
 /* Render a list sorted by name into buf (NUL-terminated, truncated to
  * cap); return the length written. JSON nests on the dots:

@@ -50,7 +50,7 @@
 #include "../manifest.h"
 #include "../xfer.h"
 #include "../../util/log.h"
-#include "../../util/stats.h"
+#include "../../catalog/listing.h"
 
 #define PAGE_CAP ((size_t)64 << 20)
 #define MANIFEST_CAP ((size_t)1 << 30)
@@ -503,7 +503,7 @@ static int list_crawl(struct http_origin *ho, pfs_list_fn fn, void *ctx)
 	}
 	if (rc < 0)
 		goto out_ents;
-	pfs_stat_add(listing_skipped, c.skipped);
+	pfs_listing_note_skipped(c.skipped);
 
 	size_t listed = 0;
 	for (size_t i = 0; i < c.n; i++)

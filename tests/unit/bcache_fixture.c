@@ -27,7 +27,7 @@ int bfx_fill_fn(void *ctx, void *buf, size_t len)
 	__atomic_add_fetch(&f->calls, 1, __ATOMIC_SEQ_CST);
 	if (f->wait_coalesced) {
 		double deadline = now_s() + 30;
-		while (pfs_stat_get(coalesced) < f->wait_coalesced) {
+		while (ram_ctr().coalesced < f->wait_coalesced) {
 			if (now_s() > deadline) {
 				__atomic_store_n(&f->timed_out, 1, __ATOMIC_SEQ_CST);
 				return -ETIMEDOUT;
@@ -84,7 +84,7 @@ void bfx_run_readers(struct pfs_bcache *c, struct bfx_fill *f, struct bfx_reader
 	pthread_barrier_t start;
 	pthread_t th[BFX_READERS];
 	pthread_barrier_init(&start, NULL, BFX_READERS);
-	f->wait_coalesced = pfs_stat_get(coalesced) + BFX_READERS - 1;
+	f->wait_coalesced = ram_ctr().coalesced + BFX_READERS - 1;
 	for (int i = 0; i < BFX_READERS; i++) {
 		r[i] = (struct bfx_reader){.c = c, .f = f, .start = &start, .len = len,
 					   .obj_size = obj_size, .rc = 1,

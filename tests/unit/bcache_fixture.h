@@ -4,14 +4,14 @@
  * one block that are all known to wait on a single fill.
  *
  * How the coalescing readers know every reader is waiting, without sleeps:
- * a reader that finds the block FILLING bumps pfs_stats.coalesced and
+ * a reader that finds the block FILLING bumps the coalesced counter and
  * enters pthread_cond_wait() under the same hold of the shard lock. The
  * fill function spins (sched_yield, no sleep) until coalesced has grown by
  * N-1; the filler then needs that lock to publish the result, which it can
  * only take once the last reader is inside pthread_cond_wait(). So all N-1
  * are waiting on the fill, deterministically.
  *
- * pfs_stats is process-wide and outlives each cache: tests read deltas.
+ * The RAM counters are process-wide and outlive each cache: tests read deltas.
  * The helpers fail the running cmocka test on a broken expectation. */
 #ifndef PFS_TEST_BCACHE_FIXTURE_H
 #define PFS_TEST_BCACHE_FIXTURE_H
@@ -33,7 +33,7 @@ struct bfx_fill {
 	uint64_t ino, idx;
 	int calls;               /* atomic: how many times the fill ran */
 	int rc;                  /* what the fill returns; 0: fills the pattern */
-	uint64_t wait_coalesced; /* spin until pfs_stats.coalesced >= this; 0: no wait */
+	uint64_t wait_coalesced; /* spin until ram_ctr().coalesced >= this; 0: no wait */
 	int timed_out;           /* atomic: the wait gave up after 30 s */
 };
 
@@ -65,5 +65,13 @@ struct bfx_reader {
  * not time out). Results in r[0..BFX_READERS). */
 void bfx_run_readers(struct pfs_bcache *c, struct bfx_fill *f, struct bfx_reader *r,
 		     size_t len, uint64_t obj_size, unsigned first_flags);
+
+/* The process-wide counters now (bcache.h's pfs_bcache_counters). */
+static inline struct pfs_ram_counters ram_ctr(void)
+{
+	struct pfs_ram_counters c;
+	pfs_bcache_counters(&c);
+	return c;
+}
 
 #endif

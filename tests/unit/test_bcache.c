@@ -3,7 +3,7 @@
  * waiter, the hard byte budget, LRU order, and pinned blocks surviving
  * eviction (run under ASan to catch a block freed under its reader).
  *
- * pfs_stats is process-wide and outlives each cache, so every test reads
+ * The RAM counters (ram_ctr) are process-wide and outlive each cache, so every test reads
  * its counters as deltas from the test's start. The fill function and the
  * coalescing readers (how they know every reader waits, without sleeps)
  * are in bcache_fixture.h, shared with test_policy.c. */
@@ -50,14 +50,14 @@ static int get_check(struct pfs_bcache *c, uint64_t ino, uint64_t idx, size_t le
 
 static int64_t ram_delta(uint64_t base)
 {
-	return (int64_t)(pfs_stat_get(ram_bytes) - base);
+	return (int64_t)(ram_ctr().bytes - base);
 }
 
 static void test_hit_miss(void **state)
 {
 	(void)state;
-	uint64_t hits = pfs_stat_get(ram_hits), misses = pfs_stat_get(ram_misses);
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t hits = ram_ctr().hits, misses = ram_ctr().misses;
+	uint64_t ram = ram_ctr().bytes;
 	struct pfs_bcache *c = new_cache(64ull << 20, BS);
 	assert_int_equal(get_check(c, 1, 0, BS, NULL), 1);  /* miss */
 	assert_int_equal(get_check(c, 1, 0, BS, NULL), 0);  /* hit */
@@ -69,8 +69,8 @@ static void test_hit_miss(void **state)
 	/* A short last block keeps its own length. */
 	assert_int_equal(get_check(c, 3, 9, 17, NULL), 1);
 	assert_int_equal(get_check(c, 3, 9, 17, NULL), 0);
-	assert_int_equal(pfs_stat_get(ram_hits) - hits, 4);
-	assert_int_equal(pfs_stat_get(ram_misses) - misses, 5);
+	assert_int_equal(ram_ctr().hits - hits, 4);
+	assert_int_equal(ram_ctr().misses - misses, 5);
 	assert_int_equal(ram_delta(ram), 4 * BS + 17);
 	/* Two holders of one block share it. */
 	struct pfs_block *a, *b;
@@ -90,8 +90,8 @@ static void test_hit_miss(void **state)
 static void test_coalescing(void **state)
 {
 	(void)state;
-	uint64_t coal = pfs_stat_get(coalesced), misses = pfs_stat_get(ram_misses);
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t coal = ram_ctr().coalesced, misses = ram_ctr().misses;
+	uint64_t ram = ram_ctr().bytes;
 	struct pfs_bcache *c = new_cache(64ull << 20, BS);
 	for (int round = 0; round < 20; round++) {
 		struct bfx_fill f = {.ino = 42, .idx = (uint64_t)round};
@@ -109,8 +109,8 @@ static void test_coalescing(void **state)
 		/* Cached now: a later reader does not fill. */
 		assert_int_equal(get_check(c, 42, (uint64_t)round, BS, NULL), 0);
 	}
-	assert_int_equal(pfs_stat_get(coalesced) - coal, 20 * (BFX_READERS - 1));
-	assert_int_equal(pfs_stat_get(ram_misses) - misses, 20);
+	assert_int_equal(ram_ctr().coalesced - coal, 20 * (BFX_READERS - 1));
+	assert_int_equal(ram_ctr().misses - misses, 20);
 	assert_int_equal(ram_delta(ram), 20 * BS);
 	pfs_bcache_destroy(c);
 }
@@ -118,7 +118,7 @@ static void test_coalescing(void **state)
 static void test_fill_error_to_all_waiters(void **state)
 {
 	(void)state;
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t ram = ram_ctr().bytes;
 	struct pfs_bcache *c = new_cache(64ull << 20, BS);
 	static const int errs[] = {-EIO, -ENOENT, -ESTALE};
 	for (size_t k = 0; k < sizeof(errs) / sizeof(errs[0]); k++) {
@@ -163,7 +163,7 @@ static void test_budget_respected(void **state)
 {
 	(void)state;
 	const uint64_t budget = 64 * BS;
-	uint64_t ram = pfs_stat_get(ram_bytes), ev = pfs_stat_get(ram_evictions);
+	uint64_t ram = ram_ctr().bytes, ev = ram_ctr().evictions;
 	struct pfs_bcache *c = new_cache(budget, BS);
 	for (uint64_t i = 0; i < 3000; i++) {
 		uint64_t ino = i % 37, idx = i / 37;
@@ -177,7 +177,7 @@ static void test_budget_respected(void **state)
 	}
 	/* The budget is used, not just respected. */
 	assert_true(ram_delta(ram) >= (int64_t)budget / 2);
-	assert_true(pfs_stat_get(ram_evictions) - ev > 2000);
+	assert_true(ram_ctr().evictions - ev > 2000);
 	pfs_bcache_destroy(c);
 }
 
@@ -185,25 +185,25 @@ static void test_lru_order(void **state)
 {
 	(void)state;
 	/* Budget of 4 blocks: a single shard, so the order is global. */
-	uint64_t ev = pfs_stat_get(ram_evictions);
+	uint64_t ev = ram_ctr().evictions;
 	struct pfs_bcache *c = new_cache(4 * BS, BS);
 	for (uint64_t i = 0; i < 4; i++)
 		assert_int_equal(get_check(c, 5, i, BS, NULL), 1);
-	assert_int_equal(pfs_stat_get(ram_evictions) - ev, 0);
+	assert_int_equal(ram_ctr().evictions - ev, 0);
 	/* Touch 0: now 1 is the least recently used. */
 	assert_int_equal(get_check(c, 5, 0, BS, NULL), 0);
 	assert_int_equal(get_check(c, 5, 4, BS, NULL), 1);
-	assert_int_equal(pfs_stat_get(ram_evictions) - ev, 1);
+	assert_int_equal(ram_ctr().evictions - ev, 1);
 	/* Hits do not evict; check the survivors first (MRU order after:
 	 * 4 3 2 0 -> touching 0 2 3 4 in turn leaves 0 as the LRU). */
 	assert_int_equal(get_check(c, 5, 0, BS, NULL), 0);
 	assert_int_equal(get_check(c, 5, 2, BS, NULL), 0);
 	assert_int_equal(get_check(c, 5, 3, BS, NULL), 0);
 	assert_int_equal(get_check(c, 5, 4, BS, NULL), 0);
-	assert_int_equal(pfs_stat_get(ram_evictions) - ev, 1);
+	assert_int_equal(ram_ctr().evictions - ev, 1);
 	/* 1 was evicted; bringing it back evicts the LRU, 0. */
 	assert_int_equal(get_check(c, 5, 1, BS, NULL), 1);
-	assert_int_equal(pfs_stat_get(ram_evictions) - ev, 2);
+	assert_int_equal(ram_ctr().evictions - ev, 2);
 	assert_int_equal(get_check(c, 5, 2, BS, NULL), 0);
 	assert_int_equal(get_check(c, 5, 3, BS, NULL), 0);
 	assert_int_equal(get_check(c, 5, 4, BS, NULL), 0);
@@ -215,7 +215,7 @@ static void test_lru_order(void **state)
 static void test_held_block_survives_eviction(void **state)
 {
 	(void)state;
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t ram = ram_ctr().bytes;
 	struct pfs_bcache *c = new_cache(4 * BS, BS);
 	struct pfs_block *held = NULL;
 	assert_int_equal(get_check(c, 100, 0, BS, &held), 1);
@@ -245,7 +245,7 @@ static void test_held_block_survives_eviction(void **state)
 static void test_pinned_over_budget_not_admitted(void **state)
 {
 	(void)state;
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t ram = ram_ctr().bytes;
 	struct pfs_bcache *c = new_cache(2 * BS, BS);
 	struct pfs_block *b[6];
 	for (uint64_t i = 0; i < 6; i++) {
@@ -272,7 +272,7 @@ static void test_pinned_over_budget_not_admitted(void **state)
 static void test_block_bigger_than_budget(void **state)
 {
 	(void)state;
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t ram = ram_ctr().bytes;
 	struct pfs_bcache *c = new_cache(BS, BS);
 	struct pfs_block *b = NULL;
 	/* Usable while held even though it can never stay cached. */
@@ -330,7 +330,7 @@ static void *stress_main(void *arg)
 static void test_concurrent_stress(void **state)
 {
 	(void)state;
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t ram = ram_ctr().bytes;
 	const uint64_t budget = 64 * 1024;
 	struct pfs_bcache *c = new_cache(budget, 1024);
 	pthread_t th[NTHREADS];
@@ -347,7 +347,7 @@ static void test_concurrent_stress(void **state)
 	pfs_bcache_destroy(c);
 }
 
-/* Regression test (was a bug in bcache.c): pfs_stats.ram_bytes is documented as a gauge of
+/* Regression test (was a bug in bcache.c): the ram.bytes counter is documented as a gauge of
  * bytes held, but pfs_bcache_destroy() frees the cached blocks without
  * subtracting them, so the gauge stays up after the cache is gone (visible
  * to anything that creates a second cache in the same process, e.g. the
@@ -358,7 +358,7 @@ static void test_warm_takes_free_room_only(void **state)
 {
 	(void)state;
 	struct pfs_bcache *c = new_cache(4 * BS, BS);
-	uint64_t hits = pfs_stat_get(ram_hits), misses = pfs_stat_get(ram_misses);
+	uint64_t hits = ram_ctr().hits, misses = ram_ctr().misses;
 	struct pfs_bcache_stats st;
 	for (uint64_t i = 0; i < 3; i++)
 		get_check(c, 1, i, BS, NULL);       /* a job's blocks: 3 of 4 */
@@ -381,8 +381,8 @@ static void test_warm_takes_free_room_only(void **state)
 	assert_true(pfs_bcache_contains(c, 2, 0));          /* the free room */
 	for (uint64_t i = 1; i < 4; i++)
 		assert_false(pfs_bcache_contains(c, 2, i)); /* no room: not kept */
-	assert_int_equal(pfs_stat_get(ram_misses) - misses, 3); /* the job's only */
-	assert_int_equal(pfs_stat_get(ram_hits) - hits, 0);
+	assert_int_equal(ram_ctr().misses - misses, 3); /* the job's only */
+	assert_int_equal(ram_ctr().hits - hits, 0);
 	pfs_bcache_destroy(c);
 }
 
@@ -411,7 +411,7 @@ static void test_hold_outlives_eviction(void **state)
 static void test_destroy_returns_gauge(void **state)
 {
 	(void)state;
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t ram = ram_ctr().bytes;
 	struct pfs_bcache *c = new_cache(1 << 20, BS);
 	for (uint64_t i = 0; i < 8; i++)
 		get_check(c, 300, i, BS, NULL);

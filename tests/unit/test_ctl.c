@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "fs/ctl.h"
+#include "origin/counters.h"
 #include "util/stats.h"
 
 static double value = 1; /* what the test source reports */
@@ -26,8 +27,11 @@ static int setup(void **state)
 {
 	(void)state;
 	static int added;
-	if (!added++)
+	if (!added++) {
 		assert_int_equal(pfs_ctl_add_stats_source(source, &value), 0);
+		/* a module's own source, as the daemon registers it */
+		assert_int_equal(pfs_ctl_add_stats_source(pfs_origin_collect, NULL), 0);
+	}
 	return 0;
 }
 
@@ -189,7 +193,7 @@ static void nothing(void *ctx, struct pfs_stat_list *l)
 static void test_sources_bounded(void **state)
 {
 	(void)state;
-	int added = 1, rc;
+	int added = 2, rc;
 	while ((rc = pfs_ctl_add_stats_source(nothing, NULL)) == 0)
 		added++;
 	assert_int_equal(rc, -ENOSPC);

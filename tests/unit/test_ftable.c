@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "../../catalog/ftable.h"
+#include "../../catalog/listing.h"
 #include "../../origin/origin.h"
 #include "../../util/stats.h"
 
@@ -223,9 +224,9 @@ static void test_duplicates(void **state)
  * counted once in listing.skipped, at finish. */
 static void check_clash_table(struct pfs_ftable *ft, uint64_t skipped0)
 {
-	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 0); /* at finish */
+	assert_int_equal(pfs_listing_skipped() - skipped0, 0); /* at finish */
 	assert_int_equal(pfs_ftable_finish(ft), 0);
-	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 3);
+	assert_int_equal(pfs_listing_skipped() - skipped0, 3);
 	/* root a a/b a/c x x/y x/y/z x/y/z/w.bin f keep */
 	assert_int_equal(pfs_ftable_count(ft), 10);
 	assert_int_equal(pfs_ftable_total_bytes(ft), 7 + 8 + 13 + 1);
@@ -265,7 +266,7 @@ static void check_clash_table(struct pfs_ftable *ft, uint64_t skipped0)
 static void test_clash_file_first(void **state)
 {
 	(void)state;
-	uint64_t skipped0 = pfs_stat_get(listing_skipped);
+	uint64_t skipped0 = pfs_listing_skipped();
 	struct pfs_ftable *ft = new_table();
 	add_ok(ft, "a", 0, 5, 999);
 	add_ok(ft, "a/b", 0, 7, 200);
@@ -285,7 +286,7 @@ static void test_clash_file_first(void **state)
 static void test_clash_dir_first(void **state)
 {
 	(void)state;
-	uint64_t skipped0 = pfs_stat_get(listing_skipped);
+	uint64_t skipped0 = pfs_listing_skipped();
 	struct pfs_ftable *ft = new_table();
 	add_ok(ft, "a/b", 0, 7, 200);
 	add_ok(ft, "a", 0, 5, 999);
@@ -303,7 +304,7 @@ static void test_clash_dir_first(void **state)
 static void test_clash_warnings_bounded(void **state)
 {
 	(void)state;
-	uint64_t skipped0 = pfs_stat_get(listing_skipped);
+	uint64_t skipped0 = pfs_listing_skipped();
 	struct pfs_ftable *ft = new_table();
 	char p[32];
 	for (int i = 0; i < 50; i++) {
@@ -313,7 +314,7 @@ static void test_clash_warnings_bounded(void **state)
 		add_ok(ft, p, 0, 2, 1);
 	}
 	assert_int_equal(pfs_ftable_finish(ft), 0);
-	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 50);
+	assert_int_equal(pfs_listing_skipped() - skipped0, 50);
 	assert_int_equal(pfs_ftable_count(ft), 101);
 	assert_int_equal(pfs_ftable_total_bytes(ft), 100);
 	pfs_ftable_destroy(ft);

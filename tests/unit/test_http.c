@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "../../catalog/ftable.h"
+#include "../../catalog/listing.h"
 #include "../../origin/backend.h"
 #include "../../origin/xfer.h"
 #include "../../util/stats.h"
@@ -472,12 +473,12 @@ static void test_head_failures(void **state)
 	struct listed l = {.text = ""};
 
 	setup_fakes(g, h);
-	uint64_t skipped0 = pfs_stat_get(listing_skipped);
+	uint64_t skipped0 = pfs_listing_skipped();
 	struct pfs_origin *o = make("http://h/", NULL);
 	assert_int_equal(o->ops->list(o, collect, &l), 0);
 	assert_string_equal(l.text, "a|0|1234|5|-\nc|0|3000000|6|\"c\"\nd|0|1000|7|-\n"
 				    "e|0|7|" T1_S "|-\n");
-	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 1);
+	assert_int_equal(pfs_listing_skipped() - skipped0, 1);
 	destroy(o);
 
 	/* 404 and 403 are skips too: 2 of 4 HEADs failed, not more than half. */
@@ -487,7 +488,7 @@ static void test_head_failures(void **state)
 	o = make("http://h/", NULL);
 	assert_int_equal(o->ops->list(o, collect, &l), 0);
 	assert_string_equal(l.text, "a|0|1234|5|-\nc|0|3000000|6|\"c\"\ne|0|7|" T1_S "|-\n");
-	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 3);
+	assert_int_equal(pfs_listing_skipped() - skipped0, 3);
 	destroy(o);
 
 	/* 3 of 4: the crawl fails, nothing is listed or counted. */
@@ -496,7 +497,7 @@ static void test_head_failures(void **state)
 	o = make("http://h/", NULL);
 	assert_int_equal(o->ops->list(o, collect, &l), -EIO);
 	assert_int_equal(l.n, 0);
-	assert_int_equal(pfs_stat_get(listing_skipped) - skipped0, 3);
+	assert_int_equal(pfs_listing_skipped() - skipped0, 3);
 	destroy(o);
 
 	/* ENOMEM fails the crawl at once. */

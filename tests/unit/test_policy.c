@@ -5,9 +5,9 @@
  * hard budget under concurrent inserts, and coalescing of fills whose
  * block is not admitted.
  *
- * The counters in pfs_stats are process-wide: tests read deltas. The fill
+ * The RAM counters (ram_ctr) are process-wide: tests read deltas. The fill
  * function and the coalescing readers are bcache_fixture.h's, shared with
- * test_bcache.c: the fill spins until pfs_stats.coalesced shows every other
+ * test_bcache.c: the fill spins until ram_ctr().coalesced shows every other
  * reader waiting. */
 #include <errno.h>
 #include <pthread.h>
@@ -226,7 +226,7 @@ static void test_minio_never_replaces(void **state)
 	(void)state;
 	static const enum pfs_policy pols[] = {PFS_POLICY_MINIO, PFS_POLICY_EPOCH};
 	for (size_t p = 0; p < 2; p++) {
-		uint64_t ev = pfs_stat_get(ram_evictions), ram = pfs_stat_get(ram_bytes);
+		uint64_t ev = ram_ctr().evictions, ram = ram_ctr().bytes;
 		struct pfs_bcache *c = new_cache(pols[p], PFS_RESIDENT_ANY, 4 * BS, 4 * BS);
 		for (uint64_t i = 0; i < 4; i++)
 			assert_int_equal(get(c, 10 + i), 1);
@@ -245,8 +245,8 @@ static void test_minio_never_replaces(void **state)
 		 * (get() reads each block whole: dropped at its put). */
 		assert_true(st.refused + st.staged_partial > 1000);
 		assert_int_equal(st.staged_blocks, 0);
-		assert_int_equal(pfs_stat_get(ram_evictions), ev);
-		assert_int_equal(pfs_stat_get(ram_bytes) - ram, 4 * BS);
+		assert_int_equal(ram_ctr().evictions, ev);
+		assert_int_equal(ram_ctr().bytes - ram, 4 * BS);
 		/* minio ignores the prefetch flag: nothing is staged. */
 		if (pols[p] == PFS_POLICY_MINIO) {
 			assert_int_equal(prefetch(c, 99), 1);
@@ -254,7 +254,7 @@ static void test_minio_never_replaces(void **state)
 			assert_int_equal(get(c, 99), 1);
 		}
 		pfs_bcache_destroy(c);
-		assert_int_equal(pfs_stat_get(ram_bytes), ram);
+		assert_int_equal(ram_ctr().bytes, ram);
 	}
 }
 
@@ -282,7 +282,7 @@ static void test_epoch_prefetch_fills_resident_first(void **state)
 static void test_epoch_staging(void **state)
 {
 	(void)state;
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t ram = ram_ctr().bytes;
 	struct pfs_bcache *c = new_cache(PFS_POLICY_EPOCH, PFS_RESIDENT_ANY, 2 * BS, 3 * BS);
 	pfs_bcache_set_epoch(c, 1);
 	assert_int_equal(get(c, 0), 1);
@@ -292,7 +292,7 @@ static void test_epoch_staging(void **state)
 	struct pfs_bcache_stats st = stats(c);
 	assert_int_equal(st.staged_blocks, 3);
 	assert_int_equal(st.staged_bytes, 3 * BS);
-	assert_int_equal(pfs_stat_get(ram_bytes) - ram, 5 * BS);
+	assert_int_equal(ram_ctr().bytes - ram, 5 * BS);
 	/* Staging full, nothing stale: a further prefetch is served, not kept. */
 	assert_int_equal(prefetch(c, 5), 1);
 	st = stats(c);
@@ -350,7 +350,7 @@ static void test_epoch_staging(void **state)
 	assert_int_equal(get(c, 20), 1);
 	assert_int_equal(stats(c).epoch, 3);
 	pfs_bcache_destroy(c);
-	assert_int_equal(pfs_stat_get(ram_bytes), ram);
+	assert_int_equal(ram_ctr().bytes, ram);
 }
 
 /* ---- resident = small / large ---------------------------------------- */
@@ -507,7 +507,7 @@ static void test_budget_under_threads(void **state)
 		{PFS_POLICY_MINIO, PFS_RESIDENT_LARGE},
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-		uint64_t ram = pfs_stat_get(ram_bytes);
+		uint64_t ram = ram_ctr().bytes;
 		/* 1024-byte blocks, a budget of 300 of them: 2 shards. */
 		const uint64_t budget = 300 * 1024 - 100, stage = 40 * 1024;
 		struct pfs_bcache_opts o = {.budget = budget, .block_size = 1024,
@@ -530,9 +530,9 @@ static void test_budget_under_threads(void **state)
 		assert_true(st.resident_bytes <= budget);
 		assert_true(st.resident_bytes >= budget / 2); /* and it is used */
 		assert_true(st.staged_bytes <= stage);
-		assert_int_equal(pfs_stat_get(ram_bytes) - ram, st.resident_bytes + st.staged_bytes);
+		assert_int_equal(ram_ctr().bytes - ram, st.resident_bytes + st.staged_bytes);
 		pfs_bcache_destroy(c);
-		assert_int_equal(pfs_stat_get(ram_bytes), ram);
+		assert_int_equal(ram_ctr().bytes, ram);
 	}
 }
 
@@ -555,7 +555,7 @@ static void run_readers(struct pfs_bcache *c, struct bfx_fill *f, struct bfx_rea
 static void test_coalescing_not_admitted(void **state)
 {
 	(void)state;
-	uint64_t ram = pfs_stat_get(ram_bytes);
+	uint64_t ram = ram_ctr().bytes;
 	/* minio, full: eight readers of a new block share one fill. */
 	struct pfs_bcache *c = new_cache(PFS_POLICY_MINIO, PFS_RESIDENT_ANY, BS, 0);
 	assert_int_equal(get(c, 1), 1);
@@ -565,7 +565,7 @@ static void test_coalescing_not_admitted(void **state)
 		run_readers(c, &f, r, 0);
 		for (int i = 0; i < BFX_READERS; i++)
 			pfs_bcache_put(c, r[i].b); /* the last put frees it (ASan) */
-		assert_int_equal(pfs_stat_get(ram_bytes) - ram, BS);
+		assert_int_equal(ram_ctr().bytes - ram, BS);
 		assert_int_equal(get(c, 100 + round), 1);
 	}
 	assert_int_equal(stats(c).refused, 10);
@@ -584,10 +584,10 @@ static void test_coalescing_not_admitted(void **state)
 		for (int i = 0; i < BFX_READERS; i++)
 			pfs_bcache_put(c, r[i].b);
 		assert_int_equal(stats(c).staged_blocks, 0);
-		assert_int_equal(pfs_stat_get(ram_bytes) - ram, BS);
+		assert_int_equal(ram_ctr().bytes - ram, BS);
 	}
 	pfs_bcache_destroy(c);
-	assert_int_equal(pfs_stat_get(ram_bytes), ram);
+	assert_int_equal(ram_ctr().bytes, ram);
 }
 
 int main(void)

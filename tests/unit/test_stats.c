@@ -19,6 +19,8 @@
 #include "../../cache/epoch.h"
 #include "../../cache/ssd.h"
 #include "../../catalog/ftable.h"
+#include "../../catalog/listing.h"
+#include "../../origin/counters.h"
 #include "../../prefetch/prefetch.h"
 #include "../../util/log.h"
 #include "../../util/stats.h"
@@ -220,7 +222,9 @@ static void test_bcache_names(void **state)
 			       "ram.admitted", "ram.replaced", "ram.refused", "ram.staged",
 			       "ram.stage_used", "ram.stage_stale", "ram.staged_partial",
 			       "ram.stage_reclaimed", "ram.refetched", "ram.prefetch_fills",
-			       "prefetch.bytes_used", "prefetch.bytes_wasted"));
+			       "prefetch.bytes_used", "prefetch.bytes_wasted", "ram.hits",
+			       "ram.misses", "ram.bytes", "ram.evictions", "coalesced"));
+	assert_true(find(&l, "ram.bytes")->is_gauge);
 	assert_true(find(&l, "ram.budget")->value == 1 << 20);
 	assert_true(find(&l, "ram.budget")->is_gauge);
 	assert_true(find(&l, "ram.stage_budget")->value == 1 << 18);
@@ -238,10 +242,27 @@ static void test_epoch_names(void **state)
 	pfs_epoch_note_read(t, 1);
 	struct pfs_stat_list l = {.n = 0};
 	pfs_epoch_collect(t, &l);
-	expect_names(&l, NAMES("epoch.number", "epoch.files_read", "epoch.files_seen"));
+	expect_names(&l, NAMES("epoch.number", "epoch.files_read", "epoch.files_seen",
+			       "epoch.demand_hits", "epoch.demand_misses", "epoch.stall_seconds",
+			       "stall_seconds"));
 	assert_true(find(&l, "epoch.number")->value == 1);
 	assert_true(find(&l, "epoch.files_read")->value == 2);
 	assert_true(find(&l, "epoch.files_seen")->value == 2);
+	/* The epoch's demand counters start when it begins. */
+	assert_int_equal(pfs_epoch_began(t, 1), 1);
+	assert_int_equal(pfs_epoch_began(t, 1), 0);
+	pfs_epoch_add_stall(t, 3000000000ull);
+	l.n = 0;
+	pfs_epoch_collect(t, &l);
+	assert_true(find(&l, "epoch.stall_seconds")->value == 3);
+	assert_true(find(&l, "stall_seconds")->value == 3);
+	assert_int_equal(pfs_epoch_began(t, 2), 1);
+	pfs_epoch_add_stall(t, 1000000000ull);
+	l.n = 0;
+	pfs_epoch_collect(t, &l);
+	assert_true(find(&l, "epoch.stall_seconds")->value == 1);
+	assert_true(find(&l, "stall_seconds")->value == 4);
+	assert_true(find(&l, "epoch.demand_misses")->value == 0);
 	pfs_epoch_destroy(t);
 }
 
@@ -360,22 +381,23 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-/* Every source but fs/'s, as the daemon registers them: the count, unique
- * and well-formed names, and room left in the list. */
+/* Every source but fs/'s and the views', as the daemon registers them: the
+ * count, unique and well-formed names, and room left in the list. */
 static void test_all_sources_fit(void **state)
 {
 	struct modules m;
 	modules_create(&m);
 	static struct pfs_stat_list l;
 	l.n = 0;
-	pfs_stats_collect(&l);
-	size_t own = l.n;
+	pfs_origin_collect(NULL, &l);
+	assert_int_equal(l.n, 10);
+	pfs_listing_collect(NULL, &l);
 	pfs_ssd_collect(NULL, &l);
 	pfs_bcache_collect(m.c, &l);
 	pfs_epoch_collect(m.ep, &l);
 	pfs_prefetch_collect(m.p, &l);
-	assert_int_equal(own, 18 + 14);  /* origin 10, ram 4, coalesced, listing, served 2, fuse 14 */
-	assert_int_equal(l.n, own + 17 + 18 + 3 + 12);
+	/* origin 10, listing 1, ssd 17, ram 18 + 5, epoch 7, prefetch 12 */
+	assert_int_equal(l.n, 10 + 1 + 17 + 23 + 7 + 12);
 	assert_true(l.n + OTHER_SOURCES_ROOM <= PFS_STAT_LIST_MAX);
 	for (size_t i = 0; i < l.n; i++) {
 		if (!valid_name(l.kv[i].name))
