@@ -398,10 +398,12 @@ void pfs_views_collect(void *ctx, struct pfs_stat_list *l)
 	struct pfs_budget_stats b = {0};
 	if (v)
 		pfs_budget_stats(v->budget, &b);
-	pfs_stat_list_add(l, "views.memory_limit", (double)b.limit, 0);
-	pfs_stat_list_add(l, "views.memory_used", (double)b.used, 0);
-	pfs_stat_list_add(l, "views.memory_peak", (double)b.peak, 0);
-	pfs_stat_list_add(l, "views.memory_waits", (double)b.waits, 1);
-	pfs_stat_list_add(l, "views.too_big", v ? (double)pfs_load(&v->too_big) : 0, 1);
-	pfs_stat_list_add(l, "views.size_waits", v ? (double)pfs_load(&v->size_waits) : 0, 1);
+	/* Gauges: the budget, what is held now, the most ever held; counters
+	 * the rest. */
+	pfs_stat_list_add(l, "views.memory_limit", (double)b.limit, 1);
+	pfs_stat_list_add(l, "views.memory_used", (double)b.used, 1);
+	pfs_stat_list_add(l, "views.memory_peak", (double)b.peak, 1);
+	pfs_stat_list_add(l, "views.memory_waits", (double)b.waits, 0);
+	pfs_stat_list_add(l, "views.too_big", v ? (double)pfs_load(&v->too_big) : 0, 0);
+	pfs_stat_list_add(l, "views.size_waits", v ? (double)pfs_load(&v->size_waits) : 0, 0);
 }
