@@ -1,7 +1,8 @@
 /* ssd.c - see ssd.h. Open/close and the counters; the read path is in
  * ssd_read.c, the queue and the writer thread's loop in ssd_queue.c, one
  * batch of the writer in ssd_store.c, segment fds and the listing file in
- * ssd_files.c, what they share in ssd_int.h.
+ * ssd_files.c, the helpers the others share in ssd_base.c (the bottom: it
+ * calls none of them), the declarations in ssd_int.h.
  *
  * Layout of dir:
  *   lock            flock(LOCK_EX|LOCK_NB) by the owning process, its pid inside
@@ -79,46 +80,6 @@
  * one MDB_txninfo, each padded to 64-byte cache lines. A larger file only
  * admits more readers; a smaller one is grown by LMDB (unallocated). */
 #define LOCK_BYTES ((MAX_READERS - 1) * 64ull + 192)
-#define E_CORRUPT (-EBADMSG)     /* internal: the index must be set aside */
-
-/* ---- shared helpers ---- */
-
-int ssd_mdb_err(int rc)
-{
-	switch (rc) {
-	case MDB_SUCCESS: return 0;
-	case MDB_NOTFOUND: return -ENOENT;
-	case MDB_MAP_FULL: case MDB_TXN_FULL: case MDB_PAGE_FULL: return -ENOSPC;
-	case MDB_READERS_FULL: return -EAGAIN;
-	case MDB_DBS_FULL: return -EINVAL;
-	}
-	if (rc > 0)
-		return -rc;
-	return ssd_mdb_corrupt(rc) ? E_CORRUPT : -EIO;
-}
-
-int ssd_mdb_corrupt(int rc)
-{
-	return rc == MDB_INVALID || rc == MDB_CORRUPTED || rc == MDB_VERSION_MISMATCH ||
-	       rc == MDB_PAGE_NOTFOUND || rc == MDB_INCOMPATIBLE || rc == MDB_BAD_VALSIZE ||
-	       rc == EINVAL || rc == E_CORRUPT;
-}
-
-int ssd_ent_decode(const MDB_val *v, struct ent *e, char *etag)
-{
-	if (v->mv_size < sizeof(*e))
-		return -EIO;
-	memcpy(e, v->mv_data, sizeof(*e));
-	if (v->mv_size != sizeof(*e) + e->etag_len || e->etag_len >= PFS_SSD_ETAG_MAX ||
-	    e->codec > CODEC_ZSTD || !e->seg || !e->rlen ||
-	    (e->codec == CODEC_RAW && e->slen != e->rlen))
-		return -EIO;
-	if (etag) {
-		memcpy(etag, (const char *)v->mv_data + sizeof(*e), e->etag_len);
-		etag[e->etag_len] = 0;
-	}
-	return 0;
-}
 
 /* ---- open: directory, lock, index ---- */
 

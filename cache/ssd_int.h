@@ -8,6 +8,10 @@
  *                writer thread's loop
  *   ssd_store.c  one batch of the writer: compress, index, append, sync
  *   ssd_files.c  segment fds, the writer's appends, the saved listing
+ *   ssd_base.c   what they all use: LMDB errors, record decoding, item
+ *                release, disabling the tier
+ * Calls point down that list (ssd.c -> ssd_read.c, ssd_queue.c ->
+ * ssd_store.c -> ssd_files.c, ssd_base.c), never back up.
  */
 #ifndef PFS_SSD_INT_H
 #define PFS_SSD_INT_H
@@ -214,6 +218,10 @@ static inline size_t ssd_make_key(char *key, const char *path, uint64_t block)
 	return n + 9;
 }
 
+/* ---- ssd_base.c: what every file of the tier uses (it calls none) ---- */
+
+#define E_CORRUPT (-EBADMSG)     /* internal: the index must be set aside */
+
 /* Parses a blocks DB value; returns 0, or -EIO when malformed. etag may be
  * NULL. */
 int ssd_ent_decode(const MDB_val *v, struct ent *e, char *etag);
@@ -222,6 +230,14 @@ int ssd_ent_decode(const MDB_val *v, struct ent *e, char *etag);
 int ssd_mdb_err(int rc);
 /* Whether rc says the index itself is damaged or unreadable. */
 int ssd_mdb_corrupt(int rc);
+
+/* ENABLED -> DISABLED, once: logs why, drops the queue. Any thread. */
+void ssd_disable(struct pfs_ssd *s, int err, const char *what);
+/* Frees a queued item and its buffers. NULL allowed. */
+void ssd_item_free(struct pfs_ssd *s, struct item *it);
+/* Gives a put's bytes back (release, or the copy's buffer kept for the
+ * next put) once they are staged: no longer needed by the batch. */
+void ssd_item_data_done(struct pfs_ssd *s, struct item *it);
 
 /* ssd_files.c: "dir/seg-XXXXXXXX.dat" and "dir/NAME" into buf (4096). */
 void ssd_seg_path(const struct pfs_ssd *s, uint32_t id, char *buf);
@@ -262,13 +278,6 @@ void ssd_append_close(struct pfs_ssd *s);
 
 /* ssd_queue.c. The writer thread's body. */
 void *ssd_writer_main(void *arg);
-/* ENABLED -> DISABLED, once: logs why, drops the queue. Any thread. */
-void ssd_disable(struct pfs_ssd *s, int err, const char *what);
-/* Frees a queued item and its buffers. NULL allowed. */
-void ssd_item_free(struct pfs_ssd *s, struct item *it);
-/* Gives a put's bytes back (release, or the copy's buffer kept for the
- * next put) once they are staged: no longer needed by the batch. */
-void ssd_item_data_done(struct pfs_ssd *s, struct item *it);
 /* Asks the writer to remove key's entry if it is still the one at
  * (seg, off); seg UINT32_MAX: whatever is there. Best effort: nothing is
  * queued on a disabled tier or past SSD_DROP_MAX drops. Any thread. */

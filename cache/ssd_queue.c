@@ -14,63 +14,6 @@
 #include "ssd_int.h"
 #include "../util/log.h"
 
-void ssd_item_data_done(struct pfs_ssd *s, struct item *it)
-{
-	if (it->stored && it->stored != it->data)
-		free(it->stored);
-	if (it->release)
-		it->release(it->rel_arg);
-	else
-		pfs_bufpool_free(it->data, it->len);
-	it->stored = it->data = NULL;
-	it->release = NULL;
-}
-
-void ssd_item_free(struct pfs_ssd *s, struct item *it)
-{
-	if (!it)
-		return;
-	if (it->kind == ITEM_PUT)
-		ssd_item_data_done(s, it);
-	else
-		free(it->data);
-	free(it);
-}
-
-void ssd_disable(struct pfs_ssd *s, int err, const char *what)
-{
-	struct item *it;
-	struct touch *t;
-
-	pfs_add(&s->st_werr, 1);
-	if (__atomic_exchange_n(&s->disabled, 1, __ATOMIC_SEQ_CST))
-		return;
-	pfs_err("ssd_dir %s: %s: %s; SSD tier disabled: queued blocks dropped, no more "
-		"writes, reads of stored blocks go on", s->dir, what, strerror(-err));
-	pthread_mutex_lock(&s->q_lock);
-	while ((it = s->q_head)) {
-		s->q_head = it->next;
-		s->q_bytes -= it->cost;
-		if (it->kind == ITEM_PUT) {
-			s->q_alen -= ssd_alignup(it->len);
-			pfs_add(&s->st_dropped, 1);
-		} else {
-			s->q_drops--;
-		}
-		ssd_item_free(s, it);
-	}
-	s->q_tail = &s->q_head;
-	while ((t = s->t_head)) {
-		s->t_head = t->next;
-		free(t);
-	}
-	s->t_tail = &s->t_head;
-	s->t_count = 0;
-	s->done_ticket = s->enq_ticket;
-	pthread_cond_broadcast(&s->q_done);
-	pthread_mutex_unlock(&s->q_lock);
-}
-
 /* ---- producers ---- */
 
 /* Asks the writer to remove key's entry if it is still the one at

@@ -95,12 +95,23 @@ static void count_op(enum op op)
 	pfs_add(&requests[op], 1);
 }
 
-void pfs_fsi_collect_requests(struct pfs_stat_list *l)
+static void collect_requests(struct pfs_stat_list *l)
 {
 	for (int i = 0; i < OP__COUNT; i++)
 		pfs_stat_list_add(l, op_names[i], (double)pfs_load(&requests[i]), 0);
 	pfs_stat_list_add(l, "served.reads", (double)pfs_load(&served.reads), 0);
 	pfs_stat_list_add(l, "served.bytes", (double)pfs_load(&served.bytes), 0);
+}
+
+/* The requests, files failing at once (blocks/), and the log lines the
+ * limiter dropped (util/log.h, which cannot name its own without a call
+ * circle with util/stats.c). */
+void pfs_fs_collect(void *ctx, struct pfs_stat_list *l)
+{
+	struct pfs_fs *fs = ctx;
+	collect_requests(l);
+	pfs_stat_list_add(l, "failed_files", (double)pfs_blocks_failed_count(fs->blocks), 0);
+	pfs_stat_list_add(l, "log_lines_dropped", (double)pfs_log_limit_dropped(), 0);
 }
 
 /* ---- classify once, reply once ----------------------------------------- */

@@ -81,10 +81,6 @@ struct pfs_fsi_read {
 	struct pfs_prefetch_demand demand; /* set by pfs_fsi_read_range */
 };
 
-/* fs.c: appends the requests counted (fuse.lookup, ..., served.reads,
- * served.bytes) to l. */
-void pfs_fsi_collect_requests(struct pfs_stat_list *l);
-
 /* A read at offset 0 of file `node`: epoch tracking and the epoch's
  * counters (see cache/epoch.h). */
 void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node);

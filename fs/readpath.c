@@ -1,6 +1,6 @@
 /* readpath.c - the read path every kind of file shares (fs_int.h): reads
  * sliced out of blocks that blocks/ brings (from whichever tier has them),
- * stall timing, epoch notes, and the counters they keep (pfs_fs_collect).
+ * stall timing (counted by the epoch tracker), epoch notes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,10 +12,8 @@
 #include "../prefetch/prefetch.h"
 #include "../cache/epoch.h"
 #include "../origin/origin.h"
-#include "../util/atomic.h"
 #include "../util/clock.h"
 #include "../util/log.h"
-#include "../util/stats.h"
 
 /* A read at offset 0 starts a sample: epoch tracking. When it opens a new
  * epoch, that epoch's counters start from here (epoch.h), and the RAM tier
@@ -27,17 +25,6 @@ void pfs_fsi_note_sample(struct pfs_fs *fs, uint32_t node)
 		pfs_bcache_set_epoch(fs->cache, e);
 		pfs_debug("epoch %llu begins", (unsigned long long)e);
 	}
-}
-
-/* Of this module's own: the requests (fs.c), files failing at once
- * (blocks/), and the log lines the limiter dropped (util/log.h, which
- * cannot name its own without a call circle with util/stats.c). */
-void pfs_fs_collect(void *ctx, struct pfs_stat_list *l)
-{
-	struct pfs_fs *fs = ctx;
-	pfs_fsi_collect_requests(l);
-	pfs_stat_list_add(l, "failed_files", (double)pfs_blocks_failed_count(fs->blocks), 0);
-	pfs_stat_list_add(l, "log_lines_dropped", (double)pfs_log_limit_dropped(), 0);
 }
 
 /* A reader's deadline: one origin read's bound from now, for all the

@@ -20,12 +20,9 @@ struct pfs_origin {
 	char *name; /* secret-free description, freed by pfs_origin_destroy() */
 	int stopping; /* atomic: pfs_origin_stop() was called; backends hand
 		       * it to their transfers (pfs_xfer_opts.stop) */
-	uint64_t read_bound_ns; /* set by the backend at create (HTTP, S3:
-				 * pfs_origin_bound_of), read-only after */
+	uint64_t read_bound_ns; /* set by pfs_origin_create for the network
+				 * backends (HTTP, S3), read-only after */
 };
-
-/* The bound of one read under opts' timeout and retries. */
-uint64_t pfs_origin_bound_of(const struct pfs_origin_opts *opts);
 
 /* Each returns 0 and a new origin, or a negative errno after logging. */
 int pfs_origin_file_create(const char *dir, const struct pfs_origin_opts *opts,

@@ -10,14 +10,30 @@
 #include "../util/atomic.h"
 #include "../util/log.h"
 
+/* The bound of one read under opts' timeout and retries. */
+static uint64_t bound_of(const struct pfs_origin_opts *opts)
+{
+	double t = opts->timeout > 0 ? opts->timeout : 10;
+	int r = opts->retries > 0 ? opts->retries : 0;
+	return (uint64_t)(((r + 1) * t + r * PFS_RETRY_CAP) * 1e9);
+}
+
+/* A network backend's reads have timeouts, so a bound. */
+static int networked(int rc, const struct pfs_origin_opts *opts, struct pfs_origin **out)
+{
+	if (rc == 0)
+		(*out)->read_bound_ns = bound_of(opts);
+	return rc;
+}
+
 int pfs_origin_create(const char *origin, const struct pfs_origin_opts *opts,
 		      struct pfs_origin **out)
 {
 	*out = NULL;
 	if (!strncasecmp(origin, "s3://", 5))
-		return pfs_origin_s3_create(origin, opts, out);
+		return networked(pfs_origin_s3_create(origin, opts, out), opts, out);
 	if (!strncasecmp(origin, "http://", 7) || !strncasecmp(origin, "https://", 8))
-		return pfs_origin_http_create(origin, opts, out);
+		return networked(pfs_origin_http_create(origin, opts, out), opts, out);
 	if (!strncasecmp(origin, "file://", 7))
 		return pfs_origin_file_create(origin + 7, opts, out);
 	if (strstr(origin, "://")) {
@@ -82,13 +98,6 @@ int pfs_origin_read(struct pfs_origin *o, const char *path, uint64_t size,
 uint64_t pfs_origin_read_bound_ns(const struct pfs_origin *o)
 {
 	return o->read_bound_ns;
-}
-
-uint64_t pfs_origin_bound_of(const struct pfs_origin_opts *opts)
-{
-	double t = opts->timeout > 0 ? opts->timeout : 10;
-	int r = opts->retries > 0 ? opts->retries : 0;
-	return (uint64_t)(((r + 1) * t + r * PFS_RETRY_CAP) * 1e9);
 }
 
 void pfs_origin_spill_free(struct pfs_origin_spill *s)

@@ -21,6 +21,7 @@
 #include "../fs/fs.h"
 #include "../catalog/ftable.h"
 #include "../catalog/listing.h"
+#include "config.h"
 #include "options.h"
 #include "profile.h"
 #include "stat.h"
@@ -312,7 +313,13 @@ int main(int argc, char **argv)
 	 * libfuse installs its handlers. */
 	signal(SIGPIPE, SIG_IGN);
 	pfs_opts_init(&o);
-	if (pfs_opts_parse(&o, argc, argv, &fargs, err, sizeof(err)) < 0) {
+	/* The command line, then the file it names (which fills in only
+	 * what -o did not set, whatever the order of -o config= among the
+	 * other options), then libfuse's arguments from both. */
+	if (pfs_opts_parse(&o, argc, argv, err, sizeof(err)) < 0 ||
+	    (!o.show_help && !o.show_version &&
+	     ((o.config && pfs_config_load(&o, o.config, o.cmdline_keys, err, sizeof(err)) < 0) ||
+	      pfs_opts_mount_args(&o, argv[0], &fargs, err, sizeof(err)) < 0))) {
 		fprintf(stderr, "prestofs: %s\n", err);
 		fprintf(stderr, "Try 'prestofs --help'.\n");
 		goto out_opts;

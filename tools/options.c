@@ -19,7 +19,6 @@
 #include <fuse_lowlevel.h>
 
 #include "options.h"
-#include "config.h"
 #include "../cache/shared.h"
 #include "../util/units.h"
 #include "../util/url.h"
@@ -613,8 +612,7 @@ static int proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 	return 0;
 }
 
-int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
-		   struct fuse_args *fuse, char *err, size_t errcap)
+int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv, char *err, size_t errcap)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct parse_ctx c = {o, err, errcap, 0};
@@ -632,10 +630,12 @@ int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
 		snprintf(err, errcap, "usage: prestofs [options] ORIGIN MOUNTPOINT");
 		return -EINVAL;
 	}
-	/* The file fills in what -o did not set, whatever the order of
-	 * -o config= among the other options. */
-	if (o->config && pfs_config_load(o, o->config, o->cmdline_keys, err, errcap) < 0)
-		return -EINVAL;
+	return 0;
+}
+
+int pfs_opts_mount_args(struct pfs_opts *o, const char *argv0, struct fuse_args *fuse,
+			char *err, size_t errcap)
+{
 	char *mp = realpath(o->mountpoint, NULL);
 	if (!mp) {
 		snprintf(err, errcap, "mountpoint '%s': %s", o->mountpoint, strerror(errno));
@@ -645,7 +645,7 @@ int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
 	o->mountpoint = mp;
 
 	/* What goes to libfuse: read-only, our name, and the FUSE options. */
-	if (fuse_opt_add_arg(fuse, argv[0]) ||
+	if (fuse_opt_add_arg(fuse, argv0) ||
 	    fuse_opt_add_arg(fuse, "-o") ||
 	    /* Not "ro": the kernel would then refuse the writes of order hints
 	     * to MOUNT/.prestofs/order. The daemon answers every write to the

@@ -125,12 +125,16 @@ size_t pfs_opts_nsections(void);
 const char *pfs_opts_section_name(size_t s);
 const char *pfs_opts_section_help(size_t s);
 
-/* Parses argv (mount order or the mount.fuse3 order), then the file given
- * with -o config=PATH, if any. Fills `fuse` with the arguments for
- * fuse_session_new(). Returns 0, or -EINVAL with a message in err; nothing
- * has touched the mountpoint then. With -h or -V, returns 0 at once
- * without reading the file. */
-int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv,
-		   struct fuse_args *fuse, char *err, size_t errcap);
+/* Parses argv (mount order or the mount.fuse3 order): the keys given are
+ * recorded (cmdline_keys), so that the file of -o config=PATH, read next
+ * (config.h's pfs_config_load), fills in only the others. Returns 0, or
+ * -EINVAL with a message in err. With -h or -V, returns 0 at once. */
+int pfs_opts_parse(struct pfs_opts *o, int argc, char **argv, char *err, size_t errcap);
+/* Once every source of options was read: the mountpoint resolved
+ * (realpath), and `fuse` filled with the arguments for fuse_session_new()
+ * (argv0 first). 0, or -EINVAL with a message in err (nothing has touched
+ * the mountpoint then), -ENOMEM. */
+int pfs_opts_mount_args(struct pfs_opts *o, const char *argv0, struct fuse_args *fuse,
+			char *err, size_t errcap);
 
 #endif

@@ -599,7 +599,6 @@ int pfs_origin_http_create(const char *url, const struct pfs_origin_opts *opts,
 	if (!ho)
 		return -ENOMEM;
 	ho->base.ops = &http_ops;
-	ho->base.read_bound_ns = pfs_origin_bound_of(opts);
 	ho->base.name = safe_name(url, 1);
 	if (!ho->base.name)
 		goto err_ho;

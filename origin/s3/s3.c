@@ -259,7 +259,6 @@ int pfs_origin_s3_create(const char *url, const struct pfs_origin_opts *opts,
 	if (!s)
 		return -ENOMEM;
 	s->base.ops = &s3_ops;
-	s->base.read_bound_ns = pfs_origin_bound_of(opts);
 	s->plain_opts.timeout = opts ? opts->timeout : 0;
 	s->plain_opts.retries = opts ? opts->retries : 0;
 	s->plain_opts.bandwidth = opts ? opts->bandwidth : 0;

@@ -1,8 +1,9 @@
 /* opts_fixture.h - what test_options.c, test_config.c and test_usage.c
- * share: command lines through pfs_opts_parse(), the arguments it hands to
+ * share: command lines through pfs_opts_parse(), pfs_config_load() and
+ * pfs_opts_mount_args() as main.c runs them, the arguments handed to
  * libfuse, a comparison of two option sets, and the shipped example file.
  *
- * Include after cmocka.h and tools/options.h. Each test file fills the paths
+ * Include after cmocka.h, tools/options.h and tools/config.h. Each test file fills the paths
  * below in its group setup (those it uses): `mnt` is a real directory,
  * since parsing resolves the mountpoint with realpath().
  */
@@ -57,7 +58,16 @@ static inline void parse(struct parsed *p, const char *const *list)
 	pfs_opts_init(&p->o);
 	p->fuse = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
 	p->err[0] = '\0';
-	p->rc = pfs_opts_parse(&p->o, argc, argv, &p->fuse, p->err, sizeof(p->err));
+	/* As main.c: the command line, the file it names, libfuse's args. */
+	p->rc = pfs_opts_parse(&p->o, argc, argv, p->err, sizeof(p->err));
+	if (p->rc == 0 && !p->o.show_help && !p->o.show_version) {
+		if (p->o.config)
+			p->rc = pfs_config_load(&p->o, p->o.config, p->o.cmdline_keys, p->err,
+						sizeof(p->err)) < 0 ? -EINVAL : 0;
+		if (p->rc == 0)
+			p->rc = pfs_opts_mount_args(&p->o, argv[0], &p->fuse, p->err,
+						    sizeof(p->err));
+	}
 	for (int i = 0; i < argc; i++)
 		free(argv[i]);
 }

@@ -18,6 +18,7 @@
 #include <fuse_lowlevel.h>
 #include <cmocka.h>
 
+#include "../../tools/config.h"
 #include "../../tools/options.h"
 #include "opts_fixture.h"
 
