@@ -23,7 +23,7 @@
  * Floating point must not be contracted into FMAs (x86-64 baseline has none), or
  * coefficients could differ from Pillow's in the last bit.
  */
-#include "transform/resample.h"
+#include "resample.h"
 
 #include <errno.h>
 #include <math.h>

@@ -7,7 +7,7 @@
  *   center_crop: pads with zeros (left/top (c - s) // 2) when the crop exceeds the
  *     image, then offset = int(round((s - c) / 2.0)); Python's round() is half-to-even.
  */
-#include "transform/view.h"
+#include "view.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -19,8 +19,8 @@
  *     nk = 255 - k; r = nk - MULDIV255(c, nk), MULDIV255(a, b) = (t = a*b + 128,
  *     ((t >> 8) + t) >> 8)    (checked against PIL 9.4 for all 65536 (c, k) pairs).
  */
-#include "transform/view.h"
-#include "transform/resample.h"
+#include "view.h"
+#include "resample.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * Exit status: 0 ok, 2 bad spec (message on stderr), 3 -EIO, 4 -E2BIG, 5 -EAGAIN (-s on
  * fmt=jpeg), 1 anything else. Used by tests/integration/test_view_exact.py.
  */
-#include "transform/view.h"
+#include "view.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
  *   - with -DPFS_FUZZ_LIBFUZZER there is no main() here: linked with libFuzzer, it is
  *     fuzz_view (scripts/fuzz view); linked with tests/fuzz/replay.c, the unit test
  *     replay_view runs tests/fuzz/corpus/view and tests/fuzz/regress/view once;
- *   - without it (registered as the unit test "fuzz_view"): main() below runs
+ *   - without it (the unit test random_view, tests/fuzz/meson.build): main() below runs
  *       fuzz_view [ITERATIONS [SEED]]     (default 20000, seed 1)
  *       fuzz_view DIR...                  each file in DIR (a libFuzzer corpus) once
  *     mixing random bytes, random specs and mutations (bit flips, byte sets, cuts,

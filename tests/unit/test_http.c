@@ -1,9 +1,10 @@
 /* test_http.c - the HTTP backend (origin/http/http.c) against a fake xfer.
  *
- * The pfs_xfer_* functions are defined here, so the linker never pulls
- * origin/xfer.c out of the core library: each GET and HEAD answers from a
- * table and is counted, which lets the tests assert the request pattern
- * (one GET per directory, a HEAD only where the index has no exact size).
+ * The pfs_xfer_* functions that http.c calls land here: the build links
+ * this test with -Wl,--wrap for each (origin/http/meson.build), so the
+ * __wrap_ functions below answer: each GET and HEAD from a table, counted,
+ * which lets the tests assert the request pattern (one GET per directory,
+ * a HEAD only where the index has no exact size).
  * The crawl runs on many threads: the fake records surprises under a lock
  * and the test thread asserts them afterwards.
  */
@@ -47,19 +48,30 @@ static struct fake_head *heads; /* NULL-url terminated; guarded by fake_lock */
 static int unexpected;          /* guarded by fake_lock */
 static char last_range_url[512];
 
-int pfs_xfer_create(const struct pfs_xfer_opts *opts, struct pfs_xfer **out)
+int __wrap_pfs_xfer_create(const struct pfs_xfer_opts *opts, struct pfs_xfer **out);
+void __wrap_pfs_xfer_destroy(struct pfs_xfer *x);
+int __wrap_pfs_xfer_get(struct pfs_xfer *x, const char *url, size_t cap, char **body,
+			size_t *len);
+int __wrap_pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size,
+			 int64_t *mtime, char *etag);
+void __wrap_pfs_xfer_spill_release(struct pfs_origin_spill *spill);
+int __wrap_pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
+			      uint64_t off, size_t len, void *buf, char *etag,
+			      struct pfs_origin_spill *spill, uint64_t deadline_ns);
+
+int __wrap_pfs_xfer_create(const struct pfs_xfer_opts *opts, struct pfs_xfer **out)
 {
 	assert_null(opts->sigv4);
 	*out = (struct pfs_xfer *)malloc(1);
 	return *out ? 0 : -ENOMEM;
 }
 
-void pfs_xfer_destroy(struct pfs_xfer *x)
+void __wrap_pfs_xfer_destroy(struct pfs_xfer *x)
 {
 	free(x);
 }
 
-int pfs_xfer_get(struct pfs_xfer *x, const char *url, size_t cap, char **body,
+int __wrap_pfs_xfer_get(struct pfs_xfer *x, const char *url, size_t cap, char **body,
 		 size_t *len)
 {
 	(void)x;
@@ -82,7 +94,7 @@ int pfs_xfer_get(struct pfs_xfer *x, const char *url, size_t cap, char **body,
 	return -ENOENT;
 }
 
-int pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size,
+int __wrap_pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size,
 		  int64_t *mtime, char *etag)
 {
 	(void)x;
@@ -105,12 +117,12 @@ int pfs_xfer_head(struct pfs_xfer *x, const char *url, uint64_t *size,
 	return -ENOENT;
 }
 
-void pfs_xfer_spill_release(struct pfs_origin_spill *spill)
+void __wrap_pfs_xfer_spill_release(struct pfs_origin_spill *spill)
 {
 	(void)spill; /* never filled here */
 }
 
-int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
+int __wrap_pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 		       uint64_t off, size_t len, void *buf, char *etag,
 		       struct pfs_origin_spill *spill, uint64_t deadline_ns)
 {
@@ -122,27 +134,6 @@ int pfs_xfer_get_range(struct pfs_xfer *x, const char *url, uint64_t size,
 	snprintf(last_range_url, sizeof(last_range_url), "%s", url);
 	memset(buf, 'z', len);
 	return off + len <= size ? 0 : -EINVAL;
-}
-
-/* As xfer.h specifies it. */
-char *pfs_url_escape(const char *s, int keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char *out = malloc(strlen(s) * 3 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (isalnum(*p) || strchr("-._~", *p) || (keep_slash && *p == '/')) {
-			*o++ = (char)*p;
-		} else {
-			*o++ = '%';
-			*o++ = hex[*p >> 4];
-			*o++ = hex[*p & 15];
-		}
-	}
-	*o = '\0';
-	return out;
 }
 
 /* --- listing collector --------------------------------------------------- */
