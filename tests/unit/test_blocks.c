@@ -37,6 +37,9 @@
 
 /* ---- the fakes --------------------------------------------------------- */
 
+/* A __wrap_ function's prototype (-Wmissing-prototypes) and its head. */
+#define WRAP(ret, name, args) ret __wrap_##name args; ret __wrap_##name args
+
 struct entry {
 	char name[256];
 	uint64_t blk, fp;
@@ -105,12 +108,9 @@ static void store(struct entry *t, const char *name, uint64_t blk, uint64_t fp, 
 	e->used = 1;
 }
 
-int __wrap_pfs_origin_read_req(struct pfs_origin *o, const char *path, uint64_t size,
+WRAP(int, pfs_origin_read_req, (struct pfs_origin *o, const char *path, uint64_t size,
 			       uint64_t off, size_t len, void *buf, char *etag,
-			       const struct pfs_origin_req *req);
-int __wrap_pfs_origin_read_req(struct pfs_origin *o, const char *path, uint64_t size,
-			       uint64_t off, size_t len, void *buf, char *etag,
-			       const struct pfs_origin_req *req)
+			       const struct pfs_origin_req *req))
 {
 	(void)o;
 	(void)path;
@@ -142,17 +142,14 @@ int __wrap_pfs_origin_read_req(struct pfs_origin *o, const char *path, uint64_t 
 	return 0;
 }
 
-void __wrap_pfs_origin_spill_free(struct pfs_origin_spill *s);
-void __wrap_pfs_origin_spill_free(struct pfs_origin_spill *s)
+WRAP(void, pfs_origin_spill_free, (struct pfs_origin_spill *s))
 {
 	free(s->data);
 	*s = (struct pfs_origin_spill){0};
 }
 
-int __wrap_pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		       void *buf, size_t len, char *etag);
-int __wrap_pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		       void *buf, size_t len, char *etag)
+WRAP(int, pfs_ssd_get, (struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+		       void *buf, size_t len, char *etag))
 {
 	assert_ptr_equal(s, FAKE_SSD);
 	pthread_mutex_lock(&fk.lock);
@@ -168,10 +165,8 @@ int __wrap_pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint
 	return rc;
 }
 
-int __wrap_pfs_ssd_has(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		       size_t len, char *etag);
-int __wrap_pfs_ssd_has(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		       size_t len, char *etag)
+WRAP(int, pfs_ssd_has, (struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+		       size_t len, char *etag))
 {
 	assert_ptr_equal(s, FAKE_SSD);
 	pthread_mutex_lock(&fk.lock);
@@ -193,21 +188,16 @@ static int ssd_put(const char *path, uint64_t block, uint64_t fp, const char *et
 	return 0;
 }
 
-int __wrap_pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		       const char *etag, const void *buf, size_t len);
-int __wrap_pfs_ssd_put(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-		       const char *etag, const void *buf, size_t len)
+WRAP(int, pfs_ssd_put, (struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+		       const char *etag, const void *buf, size_t len))
 {
 	assert_ptr_equal(s, FAKE_SSD);
 	return ssd_put(path, block, fp, etag, buf, len);
 }
 
-int __wrap_pfs_ssd_put_ref(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
+WRAP(int, pfs_ssd_put_ref, (struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 			   const char *etag, const void *buf, size_t len,
-			   void (*release)(void *), void *arg);
-int __wrap_pfs_ssd_put_ref(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
-			   const char *etag, const void *buf, size_t len,
-			   void (*release)(void *), void *arg)
+			   void (*release)(void *), void *arg))
 {
 	assert_ptr_equal(s, FAKE_SSD);
 	int rc = ssd_put(path, block, fp, etag, buf, len);
@@ -218,10 +208,8 @@ int __wrap_pfs_ssd_put_ref(struct pfs_ssd *s, const char *path, uint64_t block, 
 	return rc;
 }
 
-int __wrap_pfs_ssd_put_noevict(struct pfs_ssd *s, const char *path, uint64_t block,
-			       uint64_t fp, const char *etag, const void *buf, size_t len);
-int __wrap_pfs_ssd_put_noevict(struct pfs_ssd *s, const char *path, uint64_t block,
-			       uint64_t fp, const char *etag, const void *buf, size_t len)
+WRAP(int, pfs_ssd_put_noevict, (struct pfs_ssd *s, const char *path, uint64_t block,
+			       uint64_t fp, const char *etag, const void *buf, size_t len))
 {
 	assert_ptr_equal(s, FAKE_SSD);
 	pthread_mutex_lock(&fk.lock);
@@ -234,8 +222,7 @@ int __wrap_pfs_ssd_put_noevict(struct pfs_ssd *s, const char *path, uint64_t blo
 	return room ? ssd_put(path, block, fp, etag, buf, len) : -ENOSPC;
 }
 
-uint64_t __wrap_pfs_ssd_room(struct pfs_ssd *s);
-uint64_t __wrap_pfs_ssd_room(struct pfs_ssd *s)
+WRAP(uint64_t, pfs_ssd_room, (struct pfs_ssd *s))
 {
 	assert_ptr_equal(s, FAKE_SSD);
 	pthread_mutex_lock(&fk.lock);
@@ -244,16 +231,13 @@ uint64_t __wrap_pfs_ssd_room(struct pfs_ssd *s)
 	return r;
 }
 
-void __wrap_pfs_ssd_flush(struct pfs_ssd *s);
-void __wrap_pfs_ssd_flush(struct pfs_ssd *s)
+WRAP(void, pfs_ssd_flush, (struct pfs_ssd *s))
 {
 	assert_ptr_equal(s, FAKE_SSD);
 }
 
-void __wrap_pfs_shared_key(const struct pfs_shared *s, const char *path, uint64_t size,
-			   uint64_t fp, uint64_t blk, struct pfs_shared_key *out);
-void __wrap_pfs_shared_key(const struct pfs_shared *s, const char *path, uint64_t size,
-			   uint64_t fp, uint64_t blk, struct pfs_shared_key *out)
+WRAP(void, pfs_shared_key, (const struct pfs_shared *s, const char *path, uint64_t size,
+			   uint64_t fp, uint64_t blk, struct pfs_shared_key *out))
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	memset(out, 0, sizeof(*out));
@@ -279,28 +263,23 @@ static int shared_get(const struct pfs_shared_key *key, void *buf, size_t len, c
 	return rc;
 }
 
-int __wrap_pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key,
-			  const char *pinned, void *buf, size_t len, char *v);
-int __wrap_pfs_shared_get(struct pfs_shared *s, const struct pfs_shared_key *key,
-			  const char *pinned, void *buf, size_t len, char *v)
+WRAP(int, pfs_shared_get, (struct pfs_shared *s, const struct pfs_shared_key *key,
+			  const char *pinned, void *buf, size_t len, char *v))
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	(void)pinned;
 	return shared_get(key, buf, len, v);
 }
 
-int __wrap_pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key,
-			   const char *pinned, void *buf, size_t len, char *v);
-int __wrap_pfs_shared_wait(struct pfs_shared *s, const struct pfs_shared_key *key,
-			   const char *pinned, void *buf, size_t len, char *v)
+WRAP(int, pfs_shared_wait, (struct pfs_shared *s, const struct pfs_shared_key *key,
+			   const char *pinned, void *buf, size_t len, char *v))
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	(void)pinned;
 	return shared_get(key, buf, len, v);
 }
 
-int __wrap_pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key);
-int __wrap_pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *key)
+WRAP(int, pfs_shared_lock, (struct pfs_shared *s, const struct pfs_shared_key *key))
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	(void)key;
@@ -311,8 +290,7 @@ int __wrap_pfs_shared_lock(struct pfs_shared *s, const struct pfs_shared_key *ke
 	return rc;
 }
 
-void __wrap_pfs_shared_unlock(struct pfs_shared *s, const struct pfs_shared_key *key);
-void __wrap_pfs_shared_unlock(struct pfs_shared *s, const struct pfs_shared_key *key)
+WRAP(void, pfs_shared_unlock, (struct pfs_shared *s, const struct pfs_shared_key *key))
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	(void)key;
@@ -321,12 +299,9 @@ void __wrap_pfs_shared_unlock(struct pfs_shared *s, const struct pfs_shared_key 
 	pthread_mutex_unlock(&fk.lock);
 }
 
-int __wrap_pfs_shared_put(struct pfs_shared *s, const struct pfs_shared_key *key, const char *v,
+WRAP(int, pfs_shared_put, (struct pfs_shared *s, const struct pfs_shared_key *key, const char *v,
 			  const void *data, size_t len, int unlock, void (*release)(void *),
-			  void *arg);
-int __wrap_pfs_shared_put(struct pfs_shared *s, const struct pfs_shared_key *key, const char *v,
-			  const void *data, size_t len, int unlock, void (*release)(void *),
-			  void *arg)
+			  void *arg))
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	pthread_mutex_lock(&fk.lock);
