@@ -144,7 +144,9 @@ struct fill {
 	int shared_unlock;          /* with shared_due: release the lock after */
 	int locked;                 /* holds the shared tier's lock of key */
 	char v[PFS_ETAG_MAX];       /* the bytes' validator */
-	char name[NAME_MAX_BYTES];  /* the object's name in the tiers */
+	char *name;                 /* the object's name in the tiers: the
+				     * caller's NAME_MAX_BYTES, set by the fill
+				     * (not zeroed for a hit: it is large) */
 	struct pfs_shared_key key;
 	struct pfs_origin_spill spill; /* READ, PREFETCH: the rest of a
 				     * whole-object answer */
@@ -251,7 +253,7 @@ static int fill_block(void *p, void *buf, size_t len)
 	struct pfs_blocks *bl = f->bl;
 	const struct pfs_blocks_obj *o = f->o;
 	f->called = 1;
-	int rc = name_of(bl, o, f->name, sizeof(f->name));
+	int rc = name_of(bl, o, f->name, NAME_MAX_BYTES);
 	if (rc < 0)
 		return rc;
 	if (bl->ssd && from_ssd(f, buf, len) == 0) {
@@ -394,7 +396,8 @@ int pfs_blocks_get(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64
 		   enum pfs_blocks_mode mode, uint64_t deadline_ns, struct pfs_block **out,
 		   int *missed)
 {
-	struct fill f = {.bl = bl, .o = o, .blk = blk,
+	char name[NAME_MAX_BYTES];
+	struct fill f = {.bl = bl, .o = o, .blk = blk, .name = name,
 			 .mode = mode == PFS_BLOCKS_PREFETCH ? PREFETCH : READ,
 			 .deadline_ns = mode == PFS_BLOCKS_READ ? deadline_ns : 0};
 	int rc = pfs_bcache_get(bl->cache, o->ino, blk, block_len(o, blk), o->size,
@@ -441,7 +444,8 @@ static int ram_to_ssd(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uin
 	pfs_ftable_etag(bl->ft, o->node, pinned);
 	if (!pinned[0])
 		return 0;
-	struct fill f = {.bl = bl, .o = o, .blk = blk, .mode = WARM};
+	char fname[NAME_MAX_BYTES];
+	struct fill f = {.bl = bl, .o = o, .blk = blk, .name = fname, .mode = WARM};
 	int rc = pfs_bcache_get(bl->cache, o->ino, blk, len, o->size, PFS_BCACHE_WARM,
 				fill_block, &f, &b);
 	finish(&f, rc, rc == 0 ? b : NULL, NULL, 0);
@@ -464,8 +468,9 @@ int pfs_blocks_warm(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint6
 		    struct pfs_blocks_place *p)
 {
 	size_t len = block_len(o, blk);
-	struct fill f = {.bl = bl, .o = o, .blk = blk, .mode = WARM};
-	int rc = name_of(bl, o, f.name, sizeof(f.name));
+	char name[NAME_MAX_BYTES];
+	struct fill f = {.bl = bl, .o = o, .blk = blk, .name = name, .mode = WARM};
+	int rc = name_of(bl, o, name, sizeof(name));
 	if (rc < 0)
 		return rc;
 	p->ram = pfs_bcache_contains(bl->cache, o->ino, blk);
