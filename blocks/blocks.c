@@ -135,7 +135,7 @@ struct fill {
 	const struct pfs_blocks_obj *o;
 	uint64_t blk;
 	enum mode mode;
-	uint64_t deadline_ns;       /* READ: the reader's; else 0 */
+	uint64_t deadline_ns;       /* pfs_origin_req's; 0: none (WARM) */
 	/* Set by fill_block: */
 	int called;                 /* it ran: a RAM miss */
 	int from_origin;            /* the bytes came from the origin */
@@ -399,7 +399,7 @@ int pfs_blocks_get(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64
 	char name[NAME_MAX_BYTES];
 	struct fill f = {.bl = bl, .o = o, .blk = blk, .name = name,
 			 .mode = mode == PFS_BLOCKS_PREFETCH ? PREFETCH : READ,
-			 .deadline_ns = mode == PFS_BLOCKS_READ ? deadline_ns : 0};
+			 .deadline_ns = deadline_ns};
 	int rc = pfs_bcache_get(bl->cache, o->ino, blk, block_len(o, blk), o->size,
 				mode == PFS_BLOCKS_PREFETCH ? PFS_BCACHE_PREFETCH : 0, fill_block,
 				&f, out);
@@ -423,14 +423,17 @@ static int in_ssd(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, const c
 	return !pinned[0] || !strcmp(pinned, tag);
 }
 
-void pfs_blocks_where(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64_t blk,
-		      struct pfs_blocks_place *p)
+int pfs_blocks_where(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64_t blk,
+		     struct pfs_blocks_place *p)
 {
 	char name[NAME_MAX_BYTES];
+	int rc = name_of(bl, o, name, sizeof(name));
+	if (rc < 0)
+		return rc;
 	p->ram = pfs_bcache_contains(bl->cache, o->ino, blk);
-	p->ssd = name_of(bl, o, name, sizeof(name)) == 0 &&
-		 in_ssd(bl, o, name, blk, block_len(o, blk));
+	p->ssd = in_ssd(bl, o, name, blk, block_len(o, blk));
 	p->fetched = 0;
+	return 0;
 }
 
 /* Copies a RAM-resident block into the SSD tier (it was resident before

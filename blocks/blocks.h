@@ -90,7 +90,8 @@ enum pfs_blocks_mode {
 
 /* Block blk of o (it must exist) into *out, held: the caller releases it
  * with pfs_bcache_put_read. deadline_ns: by when the origin's reads end
- * (pfs_origin_req; 0: only their retries bound them). *missed (may be
+ * (pfs_origin_req; 0: only their retries bound them), in either mode (a
+ * view's prefetch reads its source's blocks under one deadline). *missed (may be
  * NULL): 1 when this call ran the fill (a RAM miss). 0 or the fill's
  * error: the origin's (-EIO, -ETIMEDOUT, -EACCES, ...; -ESTALE for another
  * version than pinned), the maker's, or the failure memory's. */
@@ -112,9 +113,10 @@ struct pfs_blocks_place {
  * afterwards. 0 or the fill's error. */
 int pfs_blocks_warm(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64_t blk,
 		    struct pfs_blocks_place *p);
-/* Where block blk of o is now (fetched 0); fetches nothing. */
-void pfs_blocks_where(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64_t blk,
-		      struct pfs_blocks_place *p);
+/* Where block blk of o is now (fetched 0); fetches nothing. 0, or the
+ * error of building its name (-ENAMETOOLONG, -ENOENT). */
+int pfs_blocks_where(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64_t blk,
+		     struct pfs_blocks_place *p);
 /* Waits until what is queued for the SSD tier is written. */
 void pfs_blocks_flush(struct pfs_blocks *bl);
 

@@ -121,9 +121,9 @@ static void do_file(struct job *j, uint32_t node)
 		size_t len = (size_t)(info.size - boff < fs->block_size ? info.size - boff
 									 : fs->block_size);
 		struct pfs_blocks_place p;
-		if (j->mode == CHECK)
-			pfs_blocks_where(fs->blocks, &o, b, &p);
-		else if ((rc = pfs_blocks_warm(fs->blocks, &o, b, &p)) < 0)
+		rc = j->mode == CHECK ? pfs_blocks_where(fs->blocks, &o, b, &p)
+				      : pfs_blocks_warm(fs->blocks, &o, b, &p);
+		if (rc < 0)
 			break;
 		pfs_add(&j->t.fetched_bytes, p.fetched ? len : 0);
 		pfs_add(&j->t.done_bytes, len);

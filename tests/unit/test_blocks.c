@@ -740,7 +740,7 @@ static void test_warm(void **state)
 	for (uint64_t b = 0; b < 4; b++) {
 		assert_int_equal(pfs_blocks_warm(w.bl, &w.o, b, &p), 0);
 		assert_int_equal(p.fetched, 0);
-		pfs_blocks_where(w.bl, &w.o, b, &p);
+		assert_int_equal(pfs_blocks_where(w.bl, &w.o, b, &p), 0);
 		assert_int_equal(p.ssd, 1);
 		assert_int_equal(p.ram, b < 2);
 	}
