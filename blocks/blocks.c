@@ -29,6 +29,7 @@
 #include "../util/log.h"
 
 #define NAME_MAX_BYTES (4096 + 320)
+#define PFS_BLOCKS_DROP_MAX 4096 /* a file's SSD entries dropped at once, at most */
 
 struct pfs_blocks {
 	struct pfs_ftable *ft;
@@ -234,6 +235,27 @@ static int from_origin(struct fill *f, void *buf, size_t len)
 	return rc;
 }
 
+/* The origin refused the version pinned for the file (it has another, or
+ * another length than listed): the file's SSD entries are of an obsolete
+ * version. A listing that cannot show a change (the same size, and a time
+ * of the same minute in an HTML index) leaves their fingerprint matching,
+ * so the next mount would pin the old version from them again and fail on
+ * every block they lack: they are dropped. This mount keeps its pin (it
+ * may have served old bytes) and its reads of the file fail. */
+static void forget_version(struct fill *f)
+{
+	struct pfs_blocks *bl = f->bl;
+	if (!bl->ssd)
+		return;
+	uint64_t n = (f->o->size + f->o->block - 1) / f->o->block;
+	for (uint64_t b = 0; b < n && b < PFS_BLOCKS_DROP_MAX; b++)
+		pfs_ssd_drop(bl->ssd, f->name, b);
+	char key[NAME_MAX_BYTES + 16];
+	snprintf(key, sizeof(key), "forget:%s", f->name);
+	pfs_log_limited(PFS_LOG_WARN, key, "'%s': the origin no longer has the version this "
+			"mount pinned: the file's blocks in the SSD tier are dropped", f->name);
+}
+
 /* A made object: of the version its maker read its source under. */
 static int from_maker(struct fill *f, void *buf, size_t len)
 {
@@ -293,7 +315,9 @@ static int fill_block(void *p, void *buf, size_t len)
 		f->shared_due = bl->shared && len <= bl->block_size && f->v[0] &&
 				strcmp(f->v, PFS_VALIDATOR_NONE);
 		f->shared_unlock = f->shared_due && f->locked;
-	} else if (rc != -ESTALE && !o->make) {
+	} else if (rc == -ESTALE && !o->make) {
+		forget_version(f);
+	} else if (!o->make) {
 		char key[NAME_MAX_BYTES + 16];
 		snprintf(key, sizeof(key), "readfail:%s", f->name);
 		pfs_log_limited(PFS_LOG_WARN, key, "read of '%s' at %llu failed: %s", f->name,

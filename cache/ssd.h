@@ -123,6 +123,12 @@ void pfs_ssd_close(struct pfs_ssd *s);
 int pfs_ssd_get(struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
 		void *buf, size_t len, char *etag);
 
+/* Removes block `block` of object `path`, whatever entry is stored for it
+ * (an obsolete version's), later, on the writer (best effort: queued
+ * like a put, nothing on a disabled or full drop queue). s NULL ok. Any
+ * thread. */
+void pfs_ssd_drop(struct pfs_ssd *s, const char *path, uint64_t block);
+
 /* 1 if block `block` of object `path` is stored for fingerprint fp with
  * raw length len (its bytes are not read nor verified: a later get still
  * may find them bad), etag (PFS_SSD_ETAG_MAX bytes, may be NULL) then

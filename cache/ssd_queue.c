@@ -183,6 +183,14 @@ uint64_t pfs_ssd_room(struct pfs_ssd *s)
 	return room;
 }
 
+void pfs_ssd_drop(struct pfs_ssd *s, const char *path, uint64_t block)
+{
+	char key[SSD_KEY_MAX];
+	size_t klen = s ? ssd_make_key(key, path, block) : 0;
+	if (klen)
+		ssd_queue_drop(s, key, klen, UINT32_MAX, 0);
+}
+
 void pfs_ssd_flush(struct pfs_ssd *s)
 {
 	uint64_t target;

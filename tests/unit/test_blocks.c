@@ -1,17 +1,9 @@
-/* test_blocks.c - blocks/blocks.h: the tiers sequenced, with the origin,
- * the SSD tier and the shared tier faked. The build links this test with
- * -Wl,--wrap for each of their functions that blocks.c calls
- * (tests/unit/meson.build), so its calls land in the __wrap_ functions
- * below; the struct pfs_ssd and pfs_shared pointers given to blocks are
- * the fakes' addresses, compared, never dereferenced. The RAM tier, the
- * file table and the failure memory are real.
- *
- * What is checked: a miss fills from the origin once and puts into both
- * tiers; the pin (another version never served, never mixed); a stale SSD
- * entry and an SSD entry without a validator; a failed origin and the
- * failure memory; a shared value of another version; the shared lock's
- * release on every path; concurrent fills of one block; a whole-object
- * answer kept; a made object (a view's output); the warm-up mode.
+/* test_blocks.c - blocks/blocks.h with the origin, the SSD tier and the
+ * shared tier faked: blocks/meson.build links it with -Wl,--wrap for each
+ * of their functions blocks.c calls, so those land in the __wrap_ functions
+ * below (the tier pointers are the fakes' addresses, never dereferenced).
+ * The RAM tier, the file table and the failure memory are real. Each
+ * test's comment says what it checks.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,12 +33,11 @@
 #define WRAP(ret, name, args) ret __wrap_##name args; ret __wrap_##name args
 
 struct entry {
-	char name[256];
+	char name[256], v[128];
 	uint64_t blk, fp;
-	char v[128];
 	size_t len;
-	unsigned char data[4 * BS];
 	int used;
+	unsigned char data[4 * BS];
 };
 
 static struct {
@@ -58,15 +49,11 @@ static struct {
 	int whole;              /* answer with the whole object (a spill) */
 	unsigned delay_us;      /* each read takes this long */
 	int reads;              /* pfs_origin_read_req calls */
-	/* SSD */
-	struct entry ssd[MAXE];
-	int ssd_gets, ssd_puts, ssd_noevict, ssd_releases;
+	struct entry ssd[MAXE], sh[MAXE]; /* the SSD and shared tiers */
+	int ssd_gets, ssd_puts, ssd_noevict, ssd_releases, ssd_drops;
 	uint64_t ssd_room;
-	/* shared */
-	struct entry sh[MAXE];
-	int sh_gets, sh_puts, sh_unlock_puts, sh_unlocks;
+	int sh_gets, sh_puts, sh_unlock_puts, sh_unlocks, locks;
 	int lock_answer;        /* what pfs_shared_lock returns */
-	int locks;
 } fk = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define FAKE_SSD ((struct pfs_ssd *)&fk.ssd)
@@ -99,13 +86,26 @@ static void store(struct entry *t, const char *name, uint64_t blk, uint64_t fp, 
 			e = &t[i];
 	if (!e || len > sizeof(e->data))
 		abort(); /* the fake's table is too small for the test */
+	*e = (struct entry){.blk = blk, .fp = fp, .len = len, .used = 1};
 	snprintf(e->name, sizeof(e->name), "%s", name);
-	e->blk = blk;
-	e->fp = fp;
 	snprintf(e->v, sizeof(e->v), "%s", v ? v : "");
 	memcpy(e->data, data, len);
-	e->len = len;
-	e->used = 1;
+}
+
+/* A copy of the entry (name, blk, fp) of t and its validator: 0 or -ENOENT. */
+static int lookup(struct entry *t, const char *name, uint64_t blk, uint64_t fp, void *buf,
+		  size_t len, char *v, int *count)
+{
+	pthread_mutex_lock(&fk.lock);
+	(*count)++;
+	struct entry *e = find(t, name, blk, fp);
+	int rc = e && e->len == len ? 0 : -ENOENT;
+	if (rc == 0) {
+		memcpy(buf, e->data, len);
+		snprintf(v, PFS_ETAG_MAX, "%s", e->v);
+	}
+	pthread_mutex_unlock(&fk.lock);
+	return rc;
 }
 
 WRAP(int, pfs_origin_read_req, (struct pfs_origin *o, const char *path, uint64_t size,
@@ -152,17 +152,7 @@ WRAP(int, pfs_ssd_get, (struct pfs_ssd *s, const char *path, uint64_t block, uin
 		       void *buf, size_t len, char *etag))
 {
 	assert_ptr_equal(s, FAKE_SSD);
-	pthread_mutex_lock(&fk.lock);
-	fk.ssd_gets++;
-	struct entry *e = find(fk.ssd, path, block, fp);
-	int rc = -ENOENT;
-	if (e && e->len == len) {
-		memcpy(buf, e->data, len);
-		snprintf(etag, PFS_SSD_ETAG_MAX, "%s", e->v);
-		rc = 0;
-	}
-	pthread_mutex_unlock(&fk.lock);
-	return rc;
+	return lookup(fk.ssd, path, block, fp, buf, len, etag, &fk.ssd_gets);
 }
 
 WRAP(int, pfs_ssd_has, (struct pfs_ssd *s, const char *path, uint64_t block, uint64_t fp,
@@ -201,9 +191,7 @@ WRAP(int, pfs_ssd_put_ref, (struct pfs_ssd *s, const char *path, uint64_t block,
 {
 	assert_ptr_equal(s, FAKE_SSD);
 	int rc = ssd_put(path, block, fp, etag, buf, len);
-	pthread_mutex_lock(&fk.lock);
-	fk.ssd_releases++;
-	pthread_mutex_unlock(&fk.lock);
+	__atomic_add_fetch(&fk.ssd_releases, 1, __ATOMIC_SEQ_CST);
 	release(arg); /* the writer is done with it */
 	return rc;
 }
@@ -228,12 +216,23 @@ WRAP(uint64_t, pfs_ssd_room, (struct pfs_ssd *s))
 	pthread_mutex_lock(&fk.lock);
 	uint64_t r = fk.ssd_room;
 	pthread_mutex_unlock(&fk.lock);
-	return r;
+	return r; /* under the lock: put_noevict takes from it */
 }
 
 WRAP(void, pfs_ssd_flush, (struct pfs_ssd *s))
 {
 	assert_ptr_equal(s, FAKE_SSD);
+}
+
+WRAP(void, pfs_ssd_drop, (struct pfs_ssd *s, const char *path, uint64_t block))
+{
+	assert_ptr_equal(s, FAKE_SSD);
+	pthread_mutex_lock(&fk.lock);
+	fk.ssd_drops++;
+	for (int i = 0; i < MAXE; i++)
+		if (fk.ssd[i].used && !strcmp(fk.ssd[i].name, path) && fk.ssd[i].blk == block)
+			fk.ssd[i].used = 0;
+	pthread_mutex_unlock(&fk.lock);
 }
 
 WRAP(void, pfs_shared_key, (const struct pfs_shared *s, const char *path, uint64_t size,
@@ -248,27 +247,12 @@ WRAP(void, pfs_shared_key, (const struct pfs_shared *s, const char *path, uint64
 
 /* The real tier checks `pinned` itself; this fake hands back whatever it
  * holds, so that blocks' own rule is what is tested. */
-static int shared_get(const struct pfs_shared_key *key, void *buf, size_t len, char *v)
-{
-	pthread_mutex_lock(&fk.lock);
-	fk.sh_gets++;
-	struct entry *e = find(fk.sh, key->k, key->h[0], 0);
-	int rc = -ENOENT;
-	if (e && e->len == len) {
-		memcpy(buf, e->data, len);
-		snprintf(v, PFS_SHARED_VALIDATOR_MAX, "%s", e->v);
-		rc = 0;
-	}
-	pthread_mutex_unlock(&fk.lock);
-	return rc;
-}
-
 WRAP(int, pfs_shared_get, (struct pfs_shared *s, const struct pfs_shared_key *key,
 			  const char *pinned, void *buf, size_t len, char *v))
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	(void)pinned;
-	return shared_get(key, buf, len, v);
+	return lookup(fk.sh, key->k, key->h[0], 0, buf, len, v, &fk.sh_gets);
 }
 
 WRAP(int, pfs_shared_wait, (struct pfs_shared *s, const struct pfs_shared_key *key,
@@ -276,7 +260,7 @@ WRAP(int, pfs_shared_wait, (struct pfs_shared *s, const struct pfs_shared_key *k
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	(void)pinned;
-	return shared_get(key, buf, len, v);
+	return lookup(fk.sh, key->k, key->h[0], 0, buf, len, v, &fk.sh_gets);
 }
 
 WRAP(int, pfs_shared_lock, (struct pfs_shared *s, const struct pfs_shared_key *key))
@@ -294,9 +278,7 @@ WRAP(void, pfs_shared_unlock, (struct pfs_shared *s, const struct pfs_shared_key
 {
 	assert_ptr_equal(s, FAKE_SHARED);
 	(void)key;
-	pthread_mutex_lock(&fk.lock);
-	fk.sh_unlocks++;
-	pthread_mutex_unlock(&fk.lock);
+	__atomic_add_fetch(&fk.sh_unlocks, 1, __ATOMIC_SEQ_CST);
 }
 
 WRAP(int, pfs_shared_put, (struct pfs_shared *s, const struct pfs_shared_key *key, const char *v,
@@ -337,6 +319,7 @@ static void setup_with(unsigned ram, int ssd, int shared)
 	fk.fail = fk.whole = 0;
 	fk.delay_us = 0;
 	fk.reads = fk.ssd_gets = fk.ssd_puts = fk.ssd_noevict = fk.ssd_releases = 0;
+	fk.ssd_drops = 0;
 	fk.ssd_room = 1u << 30;
 	fk.sh_gets = fk.sh_puts = fk.sh_unlock_puts = fk.sh_unlocks = fk.locks = 0;
 	fk.lock_answer = -1;
@@ -371,6 +354,16 @@ static int teardown(void **state)
 	pfs_bcache_destroy(w.cache);
 	pfs_ftable_destroy(w.ft);
 	return 0;
+}
+
+/* A new mount (RAM empty, no shared tier) on the same SSD tier. */
+static void remount(void)
+{
+	static struct entry keep[MAXE];
+	teardown(NULL);
+	memcpy(keep, fk.ssd, sizeof(keep));
+	setup_with(64, 1, 0);
+	memcpy(fk.ssd, keep, sizeof(keep));
 }
 
 static size_t blen(uint64_t blk)
@@ -480,6 +473,30 @@ static void test_pin_holds(void **state)
 	assert_int_equal(fk.ssd_puts, 1);
 	assert_int_equal(fk.sh_puts, 1);
 	assert_null(find(fk.ssd, "d/a", 1, w.info.fp));
+	/* and the old version's SSD entries are dropped, all 4 blocks */
+	assert_int_equal(fk.ssd_drops, 4);
+	assert_null(find(fk.ssd, "d/a", 0, w.info.fp));
+}
+
+/* A same-size change the listing cannot show: a new mount finds block 0 of
+ * the old version in the SSD tier (same fingerprint) and pins it; the
+ * origin refuses the rest (another version): that read fails, the old
+ * entries are dropped, and the next mount reads the new version whole. */
+static void test_old_version_in_ssd_dropped(void **state)
+{
+	(void)state;
+	int missed;
+	assert_int_equal(read_block(0, 1, &missed), 0); /* block 0 of v1 stored */
+	remount();
+	fk.version = 2; /* same size, same listing */
+	assert_int_equal(read_block(0, 1, &missed), 0); /* from SSD: pins v1 */
+	assert_int_equal(read_block(1, 2, &missed), -ESTALE);
+	assert_null(find(fk.ssd, "d/a", 0, w.info.fp));
+	remount();
+	fk.version = 2;
+	for (uint64_t b = 0; b < 4; b++)
+		assert_int_equal(read_block(b, 2, &missed), 0);
+	pinned_is(2);
 }
 
 /* A failed origin: the error, remembered so the kernel's second try fails
@@ -678,12 +695,8 @@ static void test_made_object(void **state)
 	assert_non_null(e);
 	assert_string_equal(e->v, "\"v1\"");
 	assert_int_equal(fk.sh_puts, 2); /* the source's block and the output */
-	teardown(NULL);
 	/* a new mount, the same SSD tier: no make, no origin read */
-	struct entry keep[MAXE];
-	memcpy(keep, fk.ssd, sizeof(keep));
-	setup_with(64, 1, 0);
-	memcpy(fk.ssd, keep, sizeof(keep));
+	remount();
 	struct maker m2 = {0};
 	made_obj(&m2, &o);
 	assert_int_equal(pfs_blocks_get(w.bl, &o, 0, PFS_BLOCKS_READ, 0, &b, NULL), 0);
@@ -747,11 +760,7 @@ static void test_warm(void **state)
 	assert_int_equal(fk.reads, 4);
 	/* the SSD entries are the pinned version's bytes */
 	int missed;
-	teardown(NULL);
-	struct entry keep[MAXE];
-	memcpy(keep, fk.ssd, sizeof(keep));
-	setup_with(64, 1, 0);
-	memcpy(fk.ssd, keep, sizeof(keep));
+	remount();
 	for (uint64_t b = 0; b < 4; b++)
 		assert_int_equal(read_block(b, 1, &missed), 0);
 	assert_int_equal(fk.reads, 0);
@@ -776,22 +785,16 @@ static void test_warm_no_room(void **state)
 	assert_int_equal(missed, 0); /* still resident */
 }
 
+#define T(f) cmocka_unit_test_setup_teardown(f, setup_all, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_miss_fills_tiers, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_ssd_hit_pins, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_stale_ssd_entry, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_pin_holds, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_failed_origin, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_shared_other_version, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_shared_lock_released, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent_fills, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_whole_answer_kept, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_made_object, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_made_object_fails, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_warm, setup_all, teardown),
-		cmocka_unit_test_setup_teardown(test_warm_no_room, setup_all, teardown),
+		T(test_miss_fills_tiers), T(test_ssd_hit_pins), T(test_stale_ssd_entry),
+		T(test_pin_holds), T(test_old_version_in_ssd_dropped), T(test_failed_origin),
+		T(test_shared_other_version), T(test_shared_lock_released),
+		T(test_concurrent_fills), T(test_whole_answer_kept), T(test_made_object),
+		T(test_made_object_fails), T(test_warm), T(test_warm_no_room),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
