@@ -158,7 +158,7 @@ static uint64_t fail_key(const struct pfs_blocks_obj *o)
 	return o->make ? o->ino : o->node; /* a view's inode is above 2^48 */
 }
 
-static size_t block_len(const struct pfs_blocks_obj *o, uint64_t blk)
+size_t pfs_blocks_len(const struct pfs_blocks_obj *o, uint64_t blk)
 {
 	uint64_t off = blk * o->block;
 	return (size_t)(o->size - off < o->block ? o->size - off : o->block);
@@ -344,7 +344,7 @@ static void keep_spill(struct fill *f)
 	const struct pfs_origin_spill *sp = &f->spill;
 	uint64_t bs = o->block, end = sp->off + sp->len;
 	for (uint64_t off = sp->off; off < end && off < o->size; off += bs) {
-		size_t blen = (size_t)(o->size - off < bs ? o->size - off : bs);
+		size_t blen = pfs_blocks_len(o, off / bs);
 		if (off + blen > end)
 			break;
 		char *data = sp->data + (off - sp->off);
@@ -424,7 +424,7 @@ int pfs_blocks_get(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64
 	struct fill f = {.bl = bl, .o = o, .blk = blk, .name = name,
 			 .mode = mode == PFS_BLOCKS_PREFETCH ? PREFETCH : READ,
 			 .deadline_ns = deadline_ns};
-	int rc = pfs_bcache_get(bl->cache, o->ino, blk, block_len(o, blk), o->size,
+	int rc = pfs_bcache_get(bl->cache, o->ino, blk, pfs_blocks_len(o, blk), o->size,
 				mode == PFS_BLOCKS_PREFETCH ? PFS_BCACHE_PREFETCH : 0, fill_block,
 				&f, out);
 	finish(&f, rc, rc == 0 ? *out : NULL, NULL, 0);
@@ -455,7 +455,7 @@ int pfs_blocks_where(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint
 	if (rc < 0)
 		return rc;
 	p->ram = pfs_bcache_contains(bl->cache, o->ino, blk);
-	p->ssd = in_ssd(bl, o, name, blk, block_len(o, blk));
+	p->ssd = in_ssd(bl, o, name, blk, pfs_blocks_len(o, blk));
 	p->fetched = 0;
 	return 0;
 }
@@ -494,7 +494,7 @@ static uint64_t ssd_alloc(size_t len)
 int pfs_blocks_warm(struct pfs_blocks *bl, const struct pfs_blocks_obj *o, uint64_t blk,
 		    struct pfs_blocks_place *p)
 {
-	size_t len = block_len(o, blk);
+	size_t len = pfs_blocks_len(o, blk);
 	char name[NAME_MAX_BYTES];
 	struct fill f = {.bl = bl, .o = o, .blk = blk, .name = name, .mode = WARM};
 	int rc = name_of(bl, o, name, sizeof(name));

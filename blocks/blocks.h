@@ -83,6 +83,9 @@ struct pfs_blocks_obj {
 void pfs_blocks_file(const struct pfs_blocks *bl, uint32_t node, const struct pfs_fnode *info,
 		     struct pfs_blocks_obj *out);
 
+/* The length of block blk of o: o->block, or what is left of the object. */
+size_t pfs_blocks_len(const struct pfs_blocks_obj *o, uint64_t blk);
+
 enum pfs_blocks_mode {
 	PFS_BLOCKS_READ,     /* a reader waits for it */
 	PFS_BLOCKS_PREFETCH, /* bcache.h's PFS_BCACHE_PREFETCH */

@@ -59,7 +59,7 @@ int pfs_fsi_read_range(struct pfs_fs *fs, const struct pfs_blocks_obj *src, uint
 		else
 			r->demand.hits++;
 		uint64_t boff = b * src->block;
-		uint64_t blen = src->size - boff < src->block ? src->size - boff : src->block;
+		uint64_t blen = pfs_blocks_len(src, b);
 		uint64_t lo = start > boff ? start - boff : 0;
 		uint64_t hi = end < boff + blen ? end - boff : blen;
 		r->iov[r->niov].iov_base = (char *)pfs_block_data(r->blocks[r->nblocks]) + lo;

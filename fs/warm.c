@@ -117,9 +117,7 @@ static void do_file(struct job *j, uint32_t node)
 	for (uint64_t b = 0; rc == 0 && b * fs->block_size < info.size; b++) {
 		if (pfs_load(&j->cancel))
 			return; /* not counted as done */
-		uint64_t boff = b * fs->block_size;
-		size_t len = (size_t)(info.size - boff < fs->block_size ? info.size - boff
-									 : fs->block_size);
+		size_t len = pfs_blocks_len(&o, b);
 		struct pfs_blocks_place p;
 		rc = j->mode == CHECK ? pfs_blocks_where(fs->blocks, &o, b, &p)
 				      : pfs_blocks_warm(fs->blocks, &o, b, &p);
